@@ -1,0 +1,70 @@
+/*
+ * guc.c
+ *		The webhook_inbox.* settings, with units, bounds and defaults.
+ *
+ * Settings that only matter to the background worker are PGC_SIGHUP (or
+ * PGC_POSTMASTER for the database it connects to); max_attempts is
+ * PGC_SUSET so that retry() called from SQL sees the same limit.
+ */
+#include "postgres.h"
+
+#include "utils/guc.h"
+
+#include "webhook_inbox.h"
+
+char	   *wi_database = NULL;
+bool		wi_enabled = true;
+int			wi_fetch_concurrency = 16;
+int			wi_batch_size = 100;
+int			wi_lease_ms = 30000;
+int			wi_http_timeout_ms = 10000;
+int			wi_max_attempts = 8;
+int			wi_sweep_interval_s = 300;
+int			wi_sweep_overlap_s = 60;
+int			wi_naptime_ms = 1000;
+
+void
+wi_guc_init(void)
+{
+	DefineCustomStringVariable("webhook_inbox.database",
+							   "Database in which the background worker processes the inbox.",
+							   NULL, &wi_database, "postgres",
+							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("webhook_inbox.enabled",
+							 "Whether the background worker processes the inbox.",
+							 NULL, &wi_enabled, true,
+							 PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.fetch_concurrency",
+							"Maximum concurrent provider requests of the worker.",
+							NULL, &wi_fetch_concurrency, 16, 1, 256,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.batch_size",
+							"Maximum objects the worker claims at once.",
+							NULL, &wi_batch_size, 100, 1, 10000,
+							PGC_SIGHUP, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.lease",
+							"How long a claim is exclusive before another worker may take the object over.",
+							NULL, &wi_lease_ms, 30000, 100, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.http_timeout",
+							"Timeout of one provider request.",
+							NULL, &wi_http_timeout_ms, 10000, 100, 600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.max_attempts",
+							"Attempts before an event is quarantined.",
+							NULL, &wi_max_attempts, 8, 1, 1000,
+							PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.sweep_interval",
+							"Time between reconciliation sweeps of one source and object type (0 disables).",
+							NULL, &wi_sweep_interval_s, 300, 0, 7 * 86400,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.sweep_overlap",
+							"How far before its checkpoint a sweep starts listing, for clock skew and late writes.",
+							NULL, &wi_sweep_overlap_s, 60, 0, 86400,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.naptime",
+							"Fallback wait of the worker when nothing wakes it.",
+							NULL, &wi_naptime_ms, 1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("webhook_inbox");
+}

@@ -1,0 +1,689 @@
+/*
+ * intake.c
+ *		webhook_inbox.intake(source, headers, body): the receiver's only entry.
+ *
+ * The receiver has already verified the signature over the raw bytes; this
+ * function decides what the delivery is.  It extracts the provider's stable
+ * event id by the source's kind (a header or a body field), classifies the
+ * event through the routes, records the delivery attempt, and inserts the
+ * inbox row once per (source, event id).
+ *
+ * It never raises for a bad payload: a receiver that got an error would
+ * answer non-2xx and the provider would retry an authentic delivery forever.
+ * A body that is not UTF-8 or not JSON, or that lacks the ids, is kept with
+ * its raw bytes as 'quarantined' with a reason.  All reading of the body runs
+ * in a subtransaction so that any error the JSON parser or a route's paths
+ * raise (bad escapes, runaway nesting, a version that is not a number) turns
+ * into such a reason.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/cryptohash.h"
+#include "common/sha2.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include "webhook_inbox.h"
+
+PG_FUNCTION_INFO_V1(wi_intake);
+
+#define MAX_PATH_KEYS	4
+#define MAX_REASON_LEN	200
+
+/*
+ * Where a kind keeps its ids.  Header names are lowercase; body paths are
+ * key paths from the top-level object.  The first present alternative wins.
+ */
+typedef struct KindLayout
+{
+	const char *kind;
+	const char *id_headers[3];
+	const char *id_path[MAX_PATH_KEYS];
+	const char *type_header;
+	const char *type_paths[2][MAX_PATH_KEYS];
+	const char *type_suffix_path[MAX_PATH_KEYS];	/* appended as ".value" */
+	const char *correlation_header;
+} KindLayout;
+
+static const KindLayout kind_layouts[] = {
+	{"stripe", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL},
+	{"standard", {"webhook-id", "svix-id"}, {NULL}, NULL, {{"type"}}, {NULL}, NULL},
+	{"shopify", {"x-shopify-webhook-id"}, {NULL}, "x-shopify-topic", {{NULL}}, {NULL},
+	"x-shopify-event-id"},
+	{"github", {"x-github-delivery"}, {NULL}, "x-github-event", {{NULL}}, {"action"}, NULL},
+	{"razorpay", {"x-razorpay-event-id"}, {NULL}, NULL, {{"event"}}, {NULL}, NULL},
+	{"slack", {NULL}, {"event_id"}, NULL, {{"event", "type"}, {"type"}}, {NULL}, NULL},
+	{"paddle", {NULL}, {"event_id"}, NULL, {{"event_type"}}, {NULL}, NULL},
+	{"checkout", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL},
+	/* hmac: read from the source's settings, see hmac_layout() */
+	{"hmac", {NULL}, {NULL}, NULL, {{NULL}}, {NULL}, NULL},
+};
+
+/* The source row intake needs. */
+typedef struct SourceInfo
+{
+	int32		id;
+	char	   *kind;
+	bool		enabled;
+	Jsonb	   *settings;
+} SourceInfo;
+
+/* What reading the body produced. */
+typedef struct Extracted
+{
+	Jsonb	   *payload;		/* NULL if the body could not be read */
+	char	   *event_id;
+	char	   *event_type;
+	bool		have_route;
+	int32		route_id;
+	int32		route_version;
+	char	   *strategy;
+	char	   *object_type;
+	char	   *object_id;
+	char	   *version;		/* numeric as text */
+	char	   *provider_time;	/* timestamptz as text */
+	char	   *status_value;
+	char	   *reason;			/* set when the event must be quarantined */
+} Extracted;
+
+static SPIPlanPtr source_plan = NULL;
+static SPIPlanPtr classify_plan = NULL;
+static SPIPlanPtr inbox_plan = NULL;
+static SPIPlanPtr delivery_plan = NULL;
+
+static const KindLayout *
+layout_for(const char *kind)
+{
+	for (int i = 0; i < lengthof(kind_layouts); i++)
+		if (strcmp(kind_layouts[i].kind, kind) == 0)
+			return &kind_layouts[i];
+	elog(ERROR, "webhook_inbox: no layout for kind \"%s\"", kind);
+	return NULL;				/* keep compiler quiet */
+}
+
+static SPIPlanPtr
+prepare_kept(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "webhook_inbox: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "webhook_inbox: SPI_keepplan failed");
+	return plan;
+}
+
+static void
+prepare_plans(void)
+{
+	if (source_plan == NULL)
+	{
+		Oid			types[1] = {TEXTOID};
+
+		source_plan = prepare_kept(
+			"SELECT id, kind, enabled, settings FROM webhook_inbox.sources WHERE name = $1",
+			1, types);
+	}
+	if (classify_plan == NULL)
+	{
+		Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, JSONBOID};
+
+		classify_plan = prepare_kept(
+			"SELECT route_id, route_version, strategy, object_type, object_id, "
+			"version::text, provider_time::text, status_value "
+			"FROM webhook_inbox._classify($1, $2, $3, $4)",
+			4, types);
+	}
+	if (inbox_plan == NULL)
+	{
+		Oid			types[17] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, INT4OID, INT4OID, NUMERICOID, TIMESTAMPTZOID, TEXTOID, JSONBOID,
+		BYTEAOID, BYTEAOID, TEXTOID, TEXTOID};
+
+		inbox_plan = prepare_kept(
+			"INSERT INTO webhook_inbox.inbox (source_id, event_id, correlation_id, event_type, "
+			"object_type, object_id, strategy, route_id, route_version, provider_version, "
+			"provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
+			"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
+			"ON CONFLICT (source_id, event_id) DO NOTHING RETURNING id",
+			17, types);
+	}
+	if (delivery_plan == NULL)
+	{
+		Oid			types[6] = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, INT4OID, TEXTOID};
+
+		delivery_plan = prepare_kept(
+			"INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
+			"body_size, outcome) VALUES ($1, $2, $3, $4, $5, $6)",
+			6, types);
+	}
+}
+
+/* Case-insensitive header lookup over the flat name/value arrays. */
+static char *
+header_get(char **names, char **values, int n, const char *name)
+{
+	if (name == NULL)
+		return NULL;
+	for (int i = 0; i < n; i++)
+		if (names[i] != NULL && pg_strcasecmp(names[i], name) == 0)
+			return values[i];
+	return NULL;
+}
+
+/*
+ * Text of the scalar at a key path of a JSON object, or NULL when a key is
+ * missing, the value is null, or it is an object or array.
+ */
+static char *
+jsonb_path_text(Jsonb *jb, const char *const *path)
+{
+	JsonbContainer *c = &jb->root;
+	JsonbValue	v;
+	JsonbValue *cur = NULL;
+
+	if (path[0] == NULL || !JB_ROOT_IS_OBJECT(jb))
+		return NULL;
+	for (int i = 0; i < MAX_PATH_KEYS && path[i] != NULL; i++)
+	{
+		cur = getKeyJsonValueFromContainer(c, path[i], strlen(path[i]), &v);
+		if (cur == NULL)
+			return NULL;
+		if (i + 1 < MAX_PATH_KEYS && path[i + 1] != NULL)
+		{
+			if (cur->type != jbvBinary || !JsonContainerIsObject(cur->val.binary.data))
+				return NULL;
+			c = cur->val.binary.data;
+		}
+	}
+	switch (cur->type)
+	{
+		case jbvString:
+			return pnstrdup(cur->val.string.val, cur->val.string.len);
+		case jbvNumeric:
+			return DatumGetCString(DirectFunctionCall1(numeric_out,
+													   NumericGetDatum(cur->val.numeric)));
+		case jbvBool:
+			return pstrdup(cur->val.boolean ? "true" : "false");
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * Split a dotted key path from an hmac source's settings ("data.id") into at
+ * most MAX_PATH_KEYS keys.  Returns false for an empty or too deep path.
+ */
+static bool
+split_key_path(const char *dotted, const char **keys)
+{
+	char	   *copy;
+	char	   *tok;
+	char	   *save = NULL;
+	int			n = 0;
+
+	memset(keys, 0, sizeof(char *) * MAX_PATH_KEYS);
+	if (dotted == NULL || dotted[0] == '\0')
+		return false;
+	copy = pstrdup(dotted);
+	for (tok = strtok_r(copy, ".", &save); tok != NULL; tok = strtok_r(NULL, ".", &save))
+	{
+		if (n == MAX_PATH_KEYS)
+			return false;
+		keys[n++] = tok;
+	}
+	return n > 0;
+}
+
+static char *
+settings_text(Jsonb *settings, const char *key)
+{
+	const char *path[MAX_PATH_KEYS] = {key};
+
+	return settings ? jsonb_path_text(settings, path) : NULL;
+}
+
+static char *
+truncate_reason(const char *prefix, const char *msg)
+{
+	char	   *r = psprintf("%s: %s", prefix, msg ? msg : "unknown error");
+
+	if (strlen(r) > MAX_REASON_LEN)
+		r[pg_mbcliplen(r, strlen(r), MAX_REASON_LEN)] = '\0';
+	return r;
+}
+
+static char *
+datum_text_or_null(HeapTuple tup, TupleDesc desc, int col)
+{
+	bool		isnull;
+
+	(void) SPI_getbinval(tup, desc, col, &isnull);
+	return isnull ? NULL : SPI_getvalue(tup, desc, col);
+}
+
+/*
+ * Parse the body and classify the event.  Runs inside a subtransaction set
+ * up by the caller: anything here may raise, and the caller turns the error
+ * into a quarantine reason.  Results are allocated in the caller's context.
+ */
+static void
+read_body(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalues,
+		  int nheaders, bytea *body, Extracted *ex)
+{
+	int			len = VARSIZE_ANY_EXHDR(body);
+	const char *data = VARDATA_ANY(body);
+	char	   *text;
+	const char *id_path[MAX_PATH_KEYS];
+	const char *type_path[MAX_PATH_KEYS];
+	Datum		args[4];
+	int			rc;
+
+	if (memchr(data, '\0', len) != NULL)
+	{
+		ex->reason = pstrdup("invalid_json: body contains a NUL byte");
+		return;
+	}
+	if (!pg_verify_mbstr(PG_UTF8, data, len, true))
+	{
+		ex->reason = pstrdup("invalid_utf8: body is not valid UTF-8");
+		return;
+	}
+	text = pg_any_to_server(data, len, PG_UTF8);
+	if (text == data)
+		text = pnstrdup(data, len);
+	ex->payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+
+	/* the stable event id */
+	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && ex->event_id == NULL; i++)
+		ex->event_id = header_get(hnames, hvalues, nheaders, layout->id_headers[i]);
+	if (ex->event_id == NULL && layout->id_path[0] != NULL)
+		ex->event_id = jsonb_path_text(ex->payload, layout->id_path);
+	if (strcmp(layout->kind, "hmac") == 0)
+	{
+		char	   *h = settings_text(src->settings, "event_id_header");
+		char	   *p = settings_text(src->settings, "event_id_path");
+
+		if (h)
+			ex->event_id = header_get(hnames, hvalues, nheaders, h);
+		if (ex->event_id == NULL && p && split_key_path(p, id_path))
+			ex->event_id = jsonb_path_text(ex->payload, id_path);
+	}
+
+	/* the event type */
+	if (layout->type_header)
+		ex->event_type = header_get(hnames, hvalues, nheaders, layout->type_header);
+	for (int i = 0; i < 2 && ex->event_type == NULL && layout->type_paths[i][0] != NULL; i++)
+		ex->event_type = jsonb_path_text(ex->payload, layout->type_paths[i]);
+	if (strcmp(layout->kind, "hmac") == 0)
+	{
+		char	   *h = settings_text(src->settings, "event_type_header");
+		char	   *p = settings_text(src->settings, "event_type_path");
+
+		if (h)
+			ex->event_type = header_get(hnames, hvalues, nheaders, h);
+		if (ex->event_type == NULL && p && split_key_path(p, type_path))
+			ex->event_type = jsonb_path_text(ex->payload, type_path);
+	}
+	if (ex->event_type != NULL && layout->type_suffix_path[0] != NULL)
+	{
+		char	   *suffix = jsonb_path_text(ex->payload, layout->type_suffix_path);
+
+		if (suffix)
+			ex->event_type = psprintf("%s.%s", ex->event_type, suffix);
+	}
+
+	if (ex->event_id != NULL && ex->event_id[0] == '\0')
+		ex->event_id = NULL;
+	if (ex->event_id == NULL)
+	{
+		ex->reason = pstrdup("missing_event_id: no event id where this kind keeps it");
+		return;
+	}
+	if (ex->event_type == NULL || ex->event_type[0] == '\0')
+	{
+		ex->reason = pstrdup("missing_event_type: no event type where this kind keeps it");
+		ex->event_type = NULL;
+		return;
+	}
+
+	/* the route */
+	args[0] = Int32GetDatum(src->id);
+	args[1] = CStringGetTextDatum(src->kind);
+	args[2] = CStringGetTextDatum(ex->event_type);
+	args[3] = JsonbPGetDatum(ex->payload);
+	rc = SPI_execute_plan(classify_plan, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: classifying an event failed: %s", SPI_result_code_string(rc));
+	else
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		d = SPI_getbinval(tup, desc, 1, &isnull);
+		ex->have_route = !isnull;
+		if (ex->have_route)
+		{
+			ex->route_id = DatumGetInt32(d);
+			ex->route_version = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+			ex->strategy = datum_text_or_null(tup, desc, 3);
+			ex->object_type = datum_text_or_null(tup, desc, 4);
+			ex->object_id = datum_text_or_null(tup, desc, 5);
+			ex->version = datum_text_or_null(tup, desc, 6);
+			ex->provider_time = datum_text_or_null(tup, desc, 7);
+			ex->status_value = datum_text_or_null(tup, desc, 8);
+		}
+		SPI_freetuptable(SPI_tuptable);
+	}
+	if (ex->have_route && strcmp(ex->strategy, "ignore") != 0)
+	{
+		if (ex->object_id == NULL || ex->object_id[0] == '\0')
+			ex->reason = pstrdup("missing_object_id: the route's object id path found nothing");
+		else if (ex->object_type == NULL || ex->object_type[0] == '\0')
+			ex->reason = pstrdup("missing_object_type: the route's object type path found nothing");
+		else if (strcmp(ex->strategy, "version") == 0 && ex->version == NULL
+				 && strcmp(ex->status_value ? ex->status_value : "", "deleted") != 0)
+			ex->reason = pstrdup("missing_version: the route's version path found nothing");
+	}
+}
+
+/*
+ * Run read_body() in a subtransaction; an error becomes ex->reason and the
+ * partial results are discarded.
+ */
+static void
+read_body_guarded(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalues,
+				  int nheaders, bytea *body, Extracted *ex)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcontext);
+	PG_TRY();
+	{
+		read_body(src, layout, hnames, hvalues, nheaders, body, ex);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+		const char *prefix;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+
+		/*
+		 * What was read before the failure lives in the caller's context and
+		 * survives the rollback: keep the payload and ids, drop the route.
+		 */
+		prefix = ex->payload == NULL ? "invalid_json" : "unclassifiable";
+		ex->have_route = false;
+		ex->strategy = ex->object_type = ex->object_id = NULL;
+		ex->version = ex->provider_time = ex->status_value = NULL;
+		ex->reason = truncate_reason(prefix, edata->message);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+}
+
+static void
+lookup_source(const char *name, SourceInfo *src)
+{
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	int			rc;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+
+	rc = SPI_execute_plan(source_plan, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: looking up a source failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source \"%s\" does not exist", name),
+				 errhint("Create it with webhook_inbox.create_source().")));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	src->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+	src->kind = SPI_getvalue(tup, desc, 2);
+	src->enabled = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	d = SPI_getbinval(tup, desc, 4, &isnull);
+	src->settings = isnull ? NULL : DatumGetJsonbPCopy(d);
+	if (!src->enabled)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("source \"%s\" is disabled", name),
+				 errhint("Enable it with UPDATE webhook_inbox.sources SET enabled = true.")));
+}
+
+/*
+ * Deconstruct the flat {name, value, ...} array.  A malformed array is the
+ * caller's bug, not the provider's, so it raises.
+ */
+static int
+split_headers(ArrayType *arr, char ***names, char ***values)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			npairs;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must be a one-dimensional array"),
+				 errdetail("Pass {name, value, name, value, ...}.")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (n % 2 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must hold name and value pairs"),
+				 errdetail("The array has %d elements.", n)));
+	npairs = n / 2;
+	*names = palloc0(sizeof(char *) * (npairs + 1));
+	*values = palloc0(sizeof(char *) * (npairs + 1));
+	for (int i = 0; i < npairs; i++)
+	{
+		if (nulls[2 * i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("header names must not be null")));
+		(*names)[i] = TextDatumGetCString(elems[2 * i]);
+		(*values)[i] = nulls[2 * i + 1] ? NULL : TextDatumGetCString(elems[2 * i + 1]);
+	}
+	return npairs;
+}
+
+static bytea *
+sha256_of(bytea *body)
+{
+	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
+	bytea	   *out = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+
+	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
+		pg_cryptohash_update(ctx, (uint8 *) VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body)) < 0 ||
+		pg_cryptohash_final(ctx, (uint8 *) VARDATA(out), PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "webhook_inbox: could not compute SHA-256");
+	pg_cryptohash_free(ctx);
+	SET_VARSIZE(out, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
+	return out;
+}
+
+static Datum
+text_or_null(const char *s, char *nulls, int i)
+{
+	if (s == NULL)
+	{
+		nulls[i] = 'n';
+		return (Datum) 0;
+	}
+	return CStringGetTextDatum(s);
+}
+
+/*
+ * intake(source text, headers text[], body bytea) returns text
+ *
+ * Returns 'new', 'duplicate' or 'quarantined'.  Raises only for NULL
+ * arguments, a malformed headers array, and an unknown or disabled source.
+ */
+Datum
+wi_intake(PG_FUNCTION_ARGS)
+{
+	char	   *source_name;
+	ArrayType  *headers;
+	bytea	   *body;
+	char	  **hnames;
+	char	  **hvalues;
+	int			nheaders;
+	SourceInfo	src;
+	const KindLayout *layout;
+	Extracted	ex;
+	bytea	   *digest;
+	const char *status;
+	const char *outcome;
+	const char *delivery_id;
+	Datum		args[17];
+	char		nulls[17];
+	int			rc;
+	bool		inserted;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source, headers and body must not be null")));
+	source_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	headers = PG_GETARG_ARRAYTYPE_P(1);
+	body = PG_GETARG_BYTEA_PP(2);
+
+	nheaders = split_headers(headers, &hnames, &hvalues);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	prepare_plans();
+	lookup_source(source_name, &src);
+	layout = layout_for(src.kind);
+	digest = sha256_of(body);
+
+	memset(&ex, 0, sizeof(ex));
+	read_body_guarded(&src, layout, hnames, hvalues, nheaders, body, &ex);
+
+	if (ex.reason != NULL)
+		status = "quarantined";
+	else if (!ex.have_route)
+	{
+		status = "ignored";
+		ex.reason = pstrdup("no_route: no route matches this event type");
+	}
+	else if (strcmp(ex.strategy, "ignore") == 0)
+	{
+		status = "ignored";
+		ex.reason = pstrdup("route: ignore");
+	}
+	else
+		status = "pending";
+
+	/*
+	 * A quarantined delivery without an id still needs one for the unique
+	 * key: the body's digest, so that retries of the same bytes dedupe.
+	 */
+	if (ex.event_id == NULL)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "sha256:");
+		for (int i = 0; i < PG_SHA256_DIGEST_LENGTH; i++)
+			appendStringInfo(&buf, "%02x", (unsigned char) VARDATA(digest)[i]);
+		ex.event_id = buf.data;
+	}
+	if (strcmp(status, "quarantined") == 0)
+	{
+		/* a quarantined event is never claimed: no route data is kept */
+		ex.strategy = ex.object_type = ex.object_id = NULL;
+	}
+
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = Int32GetDatum(src.id);
+	args[1] = CStringGetTextDatum(ex.event_id);
+	args[2] = text_or_null(header_get(hnames, hvalues, nheaders, layout->correlation_header), nulls, 2);
+	args[3] = text_or_null(ex.event_type, nulls, 3);
+	args[4] = text_or_null(ex.object_type, nulls, 4);
+	args[5] = text_or_null(ex.object_id, nulls, 5);
+	args[6] = text_or_null(ex.strategy, nulls, 6);
+	args[7] = Int32GetDatum(ex.route_id);
+	args[8] = Int32GetDatum(ex.route_version);
+	if (!ex.have_route)
+		nulls[7] = nulls[8] = 'n';
+	if (ex.version)
+		args[9] = DirectFunctionCall3(numeric_in, CStringGetDatum(ex.version),
+									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	else
+		nulls[9] = 'n';
+	if (ex.provider_time)
+		args[10] = DirectFunctionCall3(timestamptz_in, CStringGetDatum(ex.provider_time),
+									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+	else
+		nulls[10] = 'n';
+	args[11] = text_or_null(ex.status_value, nulls, 11);
+	if (ex.payload)
+		args[12] = JsonbPGetDatum(ex.payload);
+	else
+		nulls[12] = 'n';
+	/* the raw bytes are kept when they could not be read as JSON */
+	if (ex.payload == NULL)
+		args[13] = PointerGetDatum(body);
+	else
+		nulls[13] = 'n';
+	args[14] = PointerGetDatum(digest);
+	args[15] = CStringGetTextDatum(status);
+	args[16] = text_or_null(ex.reason, nulls, 16);
+
+	rc = SPI_execute_plan(inbox_plan, args, nulls, false, 1);
+	if (rc != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "webhook_inbox: inserting into the inbox failed: %s", SPI_result_code_string(rc));
+	inserted = SPI_processed == 1;
+
+	if (!inserted)
+		outcome = "duplicate";
+	else if (strcmp(status, "quarantined") == 0)
+		outcome = "quarantined";
+	else
+		outcome = "new";
+
+	delivery_id = header_get(hnames, hvalues, nheaders, "x-webhook-inbox-delivery");
+	memset(nulls, ' ', sizeof(nulls));
+	args[0] = Int32GetDatum(src.id);
+	args[1] = CStringGetTextDatum(ex.event_id);
+	args[2] = text_or_null(delivery_id, nulls, 2);
+	args[3] = PointerGetDatum(digest);
+	args[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(body));
+	args[5] = CStringGetTextDatum(outcome);
+	rc = SPI_execute_plan(delivery_plan, args, nulls, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "webhook_inbox: recording the delivery failed: %s", SPI_result_code_string(rc));
+
+	if (inserted && strcmp(status, "pending") == 0)
+		wi_wake_worker_at_commit();
+
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}

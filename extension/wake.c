@@ -1,0 +1,122 @@
+/*
+ * wake.c
+ *		Shared memory for the worker's latch, and the commit-time wakeup.
+ *
+ * intake() calls wi_wake_worker_at_commit(); the worker is woken only when
+ * the transaction that stored the event commits, so it never claims before
+ * the rows are visible and an aborted batch wakes nobody.
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+
+#include "webhook_inbox.h"
+
+WiShared   *wi_shared = NULL;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static bool wake_registered = false;	/* callback registered in this xact */
+
+static void
+wi_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(WiShared)));
+}
+
+static void
+wi_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	wi_shared = ShmemInitStruct("webhook_inbox", sizeof(WiShared), &found);
+	if (!found)
+	{
+		SpinLockInit(&wi_shared->mutex);
+		wi_shared->worker_latch = NULL;
+		wi_shared->worker_pid = 0;
+		wi_shared->wakeups = 0;
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Called from _PG_init while shared_preload_libraries is processed. */
+void
+wi_shmem_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = wi_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = wi_shmem_startup;
+}
+
+/* The worker publishes (or, with NULL, withdraws) the latch it waits on. */
+void
+wi_set_worker_latch(Latch *latch)
+{
+	if (wi_shared == NULL)
+		return;
+	SpinLockAcquire(&wi_shared->mutex);
+	wi_shared->worker_latch = latch;
+	wi_shared->worker_pid = latch ? MyProcPid : 0;
+	SpinLockRelease(&wi_shared->mutex);
+}
+
+static void
+wi_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (wake_registered && wi_shared != NULL)
+			{
+				Latch	   *latch;
+
+				SpinLockAcquire(&wi_shared->mutex);
+				latch = wi_shared->worker_latch;
+				wi_shared->wakeups++;
+				SpinLockRelease(&wi_shared->mutex);
+				if (latch)
+					SetLatch(latch);
+			}
+			wake_registered = false;
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			wake_registered = false;
+			break;
+		default:
+			break;
+	}
+}
+
+/*
+ * Ask for the worker to be woken when the current transaction commits.
+ * Cheap to call for every event: the callback is registered once per
+ * backend and armed once per transaction.
+ */
+void
+wi_wake_worker_at_commit(void)
+{
+	static bool callback_installed = false;
+
+	if (wi_shared == NULL)
+		return;
+	if (!callback_installed)
+	{
+		RegisterXactCallback(wi_xact_callback, NULL);
+		callback_installed = true;
+	}
+	wake_registered = true;
+}

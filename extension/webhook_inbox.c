@@ -1,0 +1,29 @@
+/*
+ * webhook_inbox.c
+ *		Module entry point: GUCs, shared memory and the background worker.
+ *
+ * Every SQL function works without shared_preload_libraries, so users can
+ * run their own workers on the claim API; the background worker and the
+ * commit-time wakeup need the library preloaded.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "miscadmin.h"
+
+#include "webhook_inbox.h"
+
+PG_MODULE_MAGIC;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	wi_guc_init();
+
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+
+	wi_shmem_init();
+}

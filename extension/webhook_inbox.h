@@ -1,0 +1,48 @@
+/*
+ * webhook_inbox.h
+ *		Declarations shared between the extension's source files.
+ *
+ * Everything not declared here is static to its file.
+ */
+#ifndef WEBHOOK_INBOX_H
+#define WEBHOOK_INBOX_H
+
+#include "postgres.h"
+
+#include "storage/latch.h"
+#include "storage/spin.h"
+
+/* GUCs (guc.c) */
+extern char *wi_database;
+extern bool wi_enabled;
+extern int	wi_fetch_concurrency;
+extern int	wi_batch_size;
+extern int	wi_lease_ms;
+extern int	wi_http_timeout_ms;
+extern int	wi_max_attempts;
+extern int	wi_sweep_interval_s;
+extern int	wi_sweep_overlap_s;
+extern int	wi_naptime_ms;
+
+extern void wi_guc_init(void);
+
+/*
+ * Shared state (wake.c): where the background worker waits, so that a
+ * committing intake() can wake it.  Only present when the library was loaded
+ * through shared_preload_libraries.
+ */
+typedef struct WiShared
+{
+	slock_t		mutex;
+	Latch	   *worker_latch;	/* NULL while no worker is waiting */
+	pid_t		worker_pid;
+	uint64		wakeups;		/* commits that asked for a wakeup */
+} WiShared;
+
+extern WiShared *wi_shared;
+
+extern void wi_shmem_init(void);
+extern void wi_wake_worker_at_commit(void);
+extern void wi_set_worker_latch(Latch *latch);
+
+#endif							/* WEBHOOK_INBOX_H */

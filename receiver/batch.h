@@ -1,0 +1,47 @@
+/*
+ * batch.h
+ *		The database side of the receiver: one libpq connection in pipeline
+ *		mode, group commit of deliveries, source loading and reconnection.
+ */
+#ifndef RCV_BATCH_H
+#define RCV_BATCH_H
+
+#include <stddef.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+
+/*
+ * A verified delivery waiting for its transaction.  The HTTP side fills
+ * source, headers (array literal, malloc'd), body/len (borrowed from the
+ * request, which outlives the delivery) and req; batch.c sets outcome.
+ */
+typedef struct rcv_delivery
+{
+	struct rcv_delivery *next;
+	void	   *req;			/* opaque to batch.c: the HTTP request */
+	char	   *source;
+	char	   *headers;
+	const unsigned char *body;
+	size_t		len;
+	char		outcome[16];	/* new | duplicate | quarantined */
+} rcv_delivery;
+
+/*
+ * Called exactly once per submitted delivery: committed != 0 means its
+ * transaction's COMMIT succeeded and outcome is set; 0 means it was not
+ * stored (answer 503).  The callee owns d afterwards.
+ */
+typedef void (*rcv_complete_fn) (rcv_delivery *d, int committed);
+
+extern int	rcv_batch_init(struct event_base *base, const rcv_config *cfg,
+						   rcv_complete_fn complete);
+extern int	rcv_batch_submit(rcv_delivery *d);
+extern int	rcv_batch_db_ready(void);
+extern int	rcv_batch_sources_loaded(void);
+extern void rcv_batch_reload_sources(void);
+extern void rcv_batch_shutdown(void (*drained) (void));
+extern void rcv_batch_free(void);
+
+#endif							/* RCV_BATCH_H */

@@ -1,0 +1,146 @@
+/*
+ * encode.c
+ *		Builds the PostgreSQL array literal {name1,value1,name2,value2,…}
+ *		that intake() takes as its headers argument.
+ *
+ * Names are lowercased (HTTP header names are case-insensitive; the
+ * extension looks them up in lower case).  Header values may carry bytes
+ * that are not UTF-8 (HTTP allows obs-text); such a byte would make the
+ * text[] parameter fail and with it the whole group-commit batch, so every
+ * invalid byte becomes '?'.  The signature was already checked on the raw
+ * bytes, so this changes only what is stored, never what is accepted.
+ */
+#include "encode.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct buf
+{
+	char	   *data;
+	size_t		len;
+	size_t		cap;
+} buf;
+
+static int
+buf_put(buf *b, char c)
+{
+	if (b->len + 1 >= b->cap)
+	{
+		size_t		ncap = b->cap ? b->cap * 2 : 256;
+		char	   *n = realloc(b->data, ncap);
+
+		if (n == NULL)
+			return -1;
+		b->data = n;
+		b->cap = ncap;
+	}
+	b->data[b->len++] = c;
+	return 0;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most avail bytes), or 0. */
+static size_t
+utf8_seq_len(const unsigned char *s, size_t avail)
+{
+	size_t		n;
+	unsigned int cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	else if ((s[0] & 0xE0) == 0xC0)
+	{
+		n = 2;
+		cp = s[0] & 0x1F;
+	}
+	else if ((s[0] & 0xF0) == 0xE0)
+	{
+		n = 3;
+		cp = s[0] & 0x0F;
+	}
+	else if ((s[0] & 0xF8) == 0xF0)
+	{
+		n = 4;
+		cp = s[0] & 0x07;
+	}
+	else
+		return 0;
+	if (n > avail)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+	{
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3F);
+	}
+	/* overlong forms, surrogates and values past U+10FFFF are invalid */
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) ||
+		(n == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+		(cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return n;
+}
+
+/* Append one quoted array element; lower selects lowercasing (names). */
+static int
+put_element(buf *b, const char *s, int lower)
+{
+	const unsigned char *p = (const unsigned char *) s;
+	size_t		len = strlen(s);
+
+	if (buf_put(b, '"') < 0)
+		return -1;
+	for (size_t i = 0; i < len;)
+	{
+		size_t		n = utf8_seq_len(p + i, len - i);
+
+		if (n == 0)
+		{
+			if (buf_put(b, '?') < 0)
+				return -1;
+			i++;
+			continue;
+		}
+		for (size_t k = 0; k < n; k++, i++)
+		{
+			char		c = (char) p[i];
+
+			if (lower && c >= 'A' && c <= 'Z')
+				c = (char) (c - 'A' + 'a');
+			if ((c == '"' || c == '\\') && buf_put(b, '\\') < 0)
+				return -1;
+			if (buf_put(b, c) < 0)
+				return -1;
+		}
+	}
+	return buf_put(b, '"');
+}
+
+/*
+ * rcv_encode_headers
+ *		The array literal for hdrs, NUL-terminated, malloc'd (caller frees);
+ *		NULL when out of memory.
+ */
+char *
+rcv_encode_headers(const rcv_header *hdrs, int nhdrs)
+{
+	buf			b = {NULL, 0, 0};
+
+	if (buf_put(&b, '{') < 0)
+		goto err;
+	for (int i = 0; i < nhdrs; i++)
+	{
+		if (i > 0 && buf_put(&b, ',') < 0)
+			goto err;
+		if (put_element(&b, hdrs[i].name, 1) < 0 ||
+			buf_put(&b, ',') < 0 ||
+			put_element(&b, hdrs[i].value, 0) < 0)
+			goto err;
+	}
+	if (buf_put(&b, '}') < 0 || buf_put(&b, '\0') < 0)
+		goto err;
+	return b.data;
+err:
+	free(b.data);
+	return NULL;
+}

@@ -1,0 +1,20 @@
+/*
+ * metrics.h
+ *		Counters and histograms, rendered in the Prometheus text format.
+ */
+#ifndef RCV_METRICS_H
+#define RCV_METRICS_H
+
+#include <stddef.h>
+
+extern void rcv_metrics_request(const char *source, int status);
+extern void rcv_metrics_verify_failure(const char *source, const char *reason);
+extern void rcv_metrics_batch(int size, int ok, double commit_seconds);
+extern void rcv_metrics_set_db_up(int up);
+extern void rcv_metrics_reconnect(void);
+extern void rcv_metrics_sources_loaded(int nsources);
+extern void rcv_metrics_set_connections(int n);
+extern char *rcv_metrics_render(size_t *len);
+extern void rcv_metrics_reset(void);
+
+#endif							/* RCV_METRICS_H */

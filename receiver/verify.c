@@ -1,0 +1,773 @@
+/*
+ * verify.c
+ *		Webhook signature schemes: a table of small functions, one per source
+ *		kind, each checking one delivery over its exact raw bytes.
+ *
+ * Every scheme is HMAC-SHA256.  A scheme extracts the candidate signatures
+ * (several during a provider-side rotation) and the bytes that were signed,
+ * then match_any() tries every current secret against every candidate with
+ * a constant-time comparison.  Timestamps are checked against the source's
+ * tolerance in both directions: a stale or a future timestamp is refused
+ * even when the MAC is valid, so a captured delivery cannot be replayed.
+ *
+ * Written from the providers' published specifications (see
+ * docs/receiver.md); nothing here logs, allocates per request, or knows
+ * about HTTP.
+ */
+#include "verify.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#define MAC_LEN			32		/* SHA-256 */
+#define MAX_CANDIDATES	8		/* signatures considered per delivery */
+#define MAX_SEGMENTS	32		/* pieces of signed bytes (hmac templates) */
+
+/* One piece of the signed bytes; the MAC runs over their concatenation. */
+typedef struct seg
+{
+	const void *p;
+	size_t		n;
+} seg;
+
+/* Candidate signatures taken from the request, already decoded. */
+typedef struct candidates
+{
+	unsigned char mac[MAX_CANDIDATES][MAC_LEN];
+	int			n;
+} candidates;
+
+static EVP_MAC *hmac_impl;
+
+/*
+ * hmac_sha256
+ *		MAC of the concatenation of segs under key into out.
+ *
+ * Returns 0 on success, -1 if OpenSSL fails (then nothing can match).
+ */
+static int
+hmac_sha256(const rcv_secret *key, const seg *segs, int nsegs,
+			unsigned char out[MAC_LEN])
+{
+	EVP_MAC_CTX *ctx = NULL;
+	OSSL_PARAM	params[2];
+	size_t		outlen = 0;
+	int			rc = -1;
+	static const unsigned char empty_key[1] = {0};
+
+	if (hmac_impl == NULL)
+	{
+		hmac_impl = EVP_MAC_fetch(NULL, "HMAC", NULL);
+		if (hmac_impl == NULL)
+			goto err;
+	}
+	ctx = EVP_MAC_CTX_new(hmac_impl);
+	if (ctx == NULL)
+		goto err;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+												 (char *) "SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	/* OpenSSL refuses a NULL key; an empty key is legal HMAC, though */
+	if (!EVP_MAC_init(ctx, key->len ? key->key : empty_key, key->len, params))
+		goto err;
+	for (int i = 0; i < nsegs; i++)
+		if (segs[i].n > 0 && !EVP_MAC_update(ctx, segs[i].p, segs[i].n))
+			goto err;
+	if (!EVP_MAC_final(ctx, out, &outlen, MAC_LEN) || outlen != MAC_LEN)
+		goto err;
+	rc = 0;
+err:
+	EVP_MAC_CTX_free(ctx);
+	return rc;
+}
+
+/*
+ * match_any
+ *		True if some current secret signs segs into some candidate.
+ *
+ * Every comparison is CRYPTO_memcmp over the full MAC length, so timing
+ * reveals nothing about how much of a forged signature was right.
+ */
+static int
+match_any(const rcv_verifier *v, const seg *segs, int nsegs,
+		  const candidates *c)
+{
+	unsigned char mac[MAC_LEN];
+	int			found = 0;
+
+	for (int s = 0; s < v->nsecrets; s++)
+	{
+		if (hmac_sha256(&v->secrets[s], segs, nsegs, mac) != 0)
+			continue;
+		for (int i = 0; i < c->n; i++)
+			found |= (CRYPTO_memcmp(mac, c->mac[i], MAC_LEN) == 0);
+	}
+	OPENSSL_cleanse(mac, sizeof(mac));
+	return found;
+}
+
+/* ---------------------------------------------------------------------
+ * Decoding helpers
+ * --------------------------------------------------------------------- */
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * rcv_hex_decode
+ *		Decode slen hex digits of s into at most outmax bytes.
+ *
+ * Returns 0 and sets *outlen, or -1 for odd length, a non-hex digit or
+ * overflow.
+ */
+int
+rcv_hex_decode(const char *s, size_t slen, unsigned char *out, size_t outmax,
+			   size_t *outlen)
+{
+	if (slen % 2 != 0 || slen / 2 > outmax)
+		return -1;
+	for (size_t i = 0; i < slen; i += 2)
+	{
+		int			hi = hexval((unsigned char) s[i]);
+		int			lo = hexval((unsigned char) s[i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i / 2] = (unsigned char) (hi << 4 | lo);
+	}
+	*outlen = slen / 2;
+	return 0;
+}
+
+static int
+b64val(int c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+/*
+ * rcv_base64_decode
+ *		Decode standard base64 (RFC 4648, section 4) with optional padding.
+ *
+ * Returns 0 and sets *outlen, or -1 for a character outside the alphabet,
+ * padding in the middle, an impossible length or overflow.
+ */
+int
+rcv_base64_decode(const char *s, size_t slen, unsigned char *out,
+				  size_t outmax, size_t *outlen)
+{
+	unsigned int acc = 0;
+	int			bits = 0;
+	size_t		n = 0;
+	size_t		pad = 0;
+
+	while (slen > 0 && s[slen - 1] == '=' && pad < 2)
+	{
+		slen--;
+		pad++;
+	}
+	if (slen % 4 == 1 || (pad > 0 && (slen + pad) % 4 != 0))
+		return -1;
+	for (size_t i = 0; i < slen; i++)
+	{
+		int			d = b64val((unsigned char) s[i]);
+
+		if (d < 0)
+			return -1;
+		acc = (acc << 6) | (unsigned int) d;
+		bits += 6;
+		if (bits >= 8)
+		{
+			bits -= 8;
+			if (n >= outmax)
+				return -1;
+			out[n++] = (unsigned char) (acc >> bits);
+			acc &= (1u << bits) - 1;
+		}
+	}
+	*outlen = n;
+	return 0;
+}
+
+/* Add one encoded signature to c if it decodes to exactly one MAC. */
+static void
+add_candidate(candidates *c, const char *s, size_t len, rcv_encoding enc)
+{
+	size_t		outlen = 0;
+	int			rc;
+
+	if (c->n >= MAX_CANDIDATES)
+		return;
+	if (enc == RCV_ENC_HEX)
+		rc = rcv_hex_decode(s, len, c->mac[c->n], MAC_LEN, &outlen);
+	else
+		rc = rcv_base64_decode(s, len, c->mac[c->n], MAC_LEN, &outlen);
+	if (rc == 0 && outlen == MAC_LEN)
+		c->n++;
+}
+
+/*
+ * rcv_header_get
+ *		First value of header name (case-insensitive), or NULL.
+ */
+const char *
+rcv_header_get(const rcv_header *hdrs, int nhdrs, const char *name)
+{
+	for (int i = 0; i < nhdrs; i++)
+		if (strcasecmp(hdrs[i].name, name) == 0)
+			return hdrs[i].value;
+	return NULL;
+}
+
+/* First of two alias headers present (Standard Webhooks and svix). */
+static const char *
+header_alias(const rcv_header *hdrs, int nhdrs, const char *a, const char *b)
+{
+	const char *v = rcv_header_get(hdrs, nhdrs, a);
+
+	return v ? v : rcv_header_get(hdrs, nhdrs, b);
+}
+
+/* Skip optional whitespace around header list items. */
+static void
+trim(const char **s, size_t *len)
+{
+	while (*len > 0 && isspace((unsigned char) **s))
+	{
+		(*s)++;
+		(*len)--;
+	}
+	while (*len > 0 && isspace((unsigned char) (*s)[*len - 1]))
+		(*len)--;
+}
+
+/*
+ * check_timestamp
+ *		Parse a decimal Unix timestamp and compare it with now.
+ *
+ * Only digits are accepted (no sign, no fraction, at most 12 of them), so a
+ * provider's value and ours are the same bytes that were signed.
+ */
+static rcv_verify_result
+check_timestamp(const char *ts, size_t len, int tolerance, time_t now)
+{
+	long long	t = 0;
+
+	if (len == 0 || len > 12)
+		return RCV_MALFORMED_TIMESTAMP;
+	for (size_t i = 0; i < len; i++)
+	{
+		if (ts[i] < '0' || ts[i] > '9')
+			return RCV_MALFORMED_TIMESTAMP;
+		t = t * 10 + (ts[i] - '0');
+	}
+	if (t < (long long) now - tolerance)
+		return RCV_STALE_TIMESTAMP;
+	if (t > (long long) now + tolerance)
+		return RCV_FUTURE_TIMESTAMP;
+	return RCV_OK;
+}
+
+/* ---------------------------------------------------------------------
+ * The schemes
+ * --------------------------------------------------------------------- */
+
+/*
+ * Stripe: "Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…][,v0=…]";
+ * signed bytes "<t>.<body>"; secret used verbatim.
+ */
+static rcv_verify_result
+verify_stripe(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			  const unsigned char *body, size_t len, time_t now)
+{
+	const char *h = rcv_header_get(hdrs, nhdrs, "stripe-signature");
+	const char *t = NULL;
+	size_t		tlen = 0;
+	candidates	c = {.n = 0};
+	rcv_verify_result r;
+	seg			segs[3];
+
+	if (h == NULL)
+		return RCV_MISSING_SIGNATURE;
+	for (const char *p = h; *p;)
+	{
+		const char *item = p;
+		size_t		ilen = strcspn(p, ",");
+
+		p += ilen + (p[ilen] == ',');
+		trim(&item, &ilen);
+		if (ilen > 2 && item[0] == 't' && item[1] == '=')
+		{
+			if (t != NULL)
+				return RCV_MALFORMED_SIGNATURE;
+			t = item + 2;
+			tlen = ilen - 2;
+		}
+		else if (ilen > 3 && strncmp(item, "v1=", 3) == 0)
+			add_candidate(&c, item + 3, ilen - 3, RCV_ENC_HEX);
+	}
+	if (t == NULL || c.n == 0)
+		return RCV_MALFORMED_SIGNATURE;
+	if ((r = check_timestamp(t, tlen, v->tolerance, now)) != RCV_OK)
+		return r;
+	segs[0] = (seg) {t, tlen};
+	segs[1] = (seg) {".", 1};
+	segs[2] = (seg) {body, len};
+	return match_any(v, segs, 3, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+/*
+ * Standard Webhooks (and svix, its origin): webhook-id, webhook-timestamp,
+ * "webhook-signature: v1,<base64> v1,<base64>"; signed bytes
+ * "<id>.<timestamp>.<body>"; secret "whsec_" + base64 of the key.
+ */
+static rcv_verify_result
+verify_standard(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+				const unsigned char *body, size_t len, time_t now)
+{
+	const char *id = header_alias(hdrs, nhdrs, "webhook-id", "svix-id");
+	const char *ts = header_alias(hdrs, nhdrs, "webhook-timestamp", "svix-timestamp");
+	const char *sig = header_alias(hdrs, nhdrs, "webhook-signature", "svix-signature");
+	candidates	c = {.n = 0};
+	rcv_verify_result r;
+	seg			segs[5];
+
+	if (sig == NULL)
+		return RCV_MISSING_SIGNATURE;
+	if (ts == NULL)
+		return RCV_MISSING_TIMESTAMP;
+	if (id == NULL || *id == '\0')
+		return RCV_MISSING_ID;
+	for (const char *p = sig; *p;)
+	{
+		const char *item;
+		size_t		ilen;
+
+		p += strspn(p, " ");
+		item = p;
+		ilen = strcspn(p, " ");
+		p += ilen;
+		/* other versions (v1a is asymmetric) are not ours to check */
+		if (ilen > 3 && strncmp(item, "v1,", 3) == 0)
+			add_candidate(&c, item + 3, ilen - 3, RCV_ENC_BASE64);
+	}
+	if (c.n == 0)
+		return RCV_MALFORMED_SIGNATURE;
+	if ((r = check_timestamp(ts, strlen(ts), v->tolerance, now)) != RCV_OK)
+		return r;
+	segs[0] = (seg) {id, strlen(id)};
+	segs[1] = (seg) {".", 1};
+	segs[2] = (seg) {ts, strlen(ts)};
+	segs[3] = (seg) {".", 1};
+	segs[4] = (seg) {body, len};
+	return match_any(v, segs, 5, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+/*
+ * The body-only schemes differ only in header, prefix and encoding:
+ * Shopify (base64), GitHub ("sha256=" hex), Razorpay (hex), Checkout.com
+ * (hex).  None carries a signed timestamp; the inbox dedupes replays.
+ */
+static rcv_verify_result
+verify_body_only(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+				 const unsigned char *body, size_t len,
+				 const char *header, const char *prefix, rcv_encoding enc)
+{
+	const char *h = rcv_header_get(hdrs, nhdrs, header);
+	size_t		plen = strlen(prefix);
+	size_t		hlen;
+	candidates	c = {.n = 0};
+	seg			segs[1];
+
+	if (h == NULL)
+		return RCV_MISSING_SIGNATURE;
+	hlen = strlen(h);
+	trim(&h, &hlen);
+	if (hlen < plen || strncmp(h, prefix, plen) != 0)
+		return RCV_MALFORMED_SIGNATURE;
+	add_candidate(&c, h + plen, hlen - plen, enc);
+	if (c.n == 0)
+		return RCV_MALFORMED_SIGNATURE;
+	segs[0] = (seg) {body, len};
+	return match_any(v, segs, 1, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+static rcv_verify_result
+verify_shopify(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			   const unsigned char *body, size_t len, time_t now)
+{
+	(void) now;
+	return verify_body_only(v, hdrs, nhdrs, body, len,
+							"x-shopify-hmac-sha256", "", RCV_ENC_BASE64);
+}
+
+static rcv_verify_result
+verify_github(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			  const unsigned char *body, size_t len, time_t now)
+{
+	(void) now;
+	return verify_body_only(v, hdrs, nhdrs, body, len,
+							"x-hub-signature-256", "sha256=", RCV_ENC_HEX);
+}
+
+static rcv_verify_result
+verify_razorpay(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+				const unsigned char *body, size_t len, time_t now)
+{
+	(void) now;
+	return verify_body_only(v, hdrs, nhdrs, body, len,
+							"x-razorpay-signature", "", RCV_ENC_HEX);
+}
+
+static rcv_verify_result
+verify_checkout(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+				const unsigned char *body, size_t len, time_t now)
+{
+	(void) now;
+	return verify_body_only(v, hdrs, nhdrs, body, len,
+							"cko-signature", "", RCV_ENC_HEX);
+}
+
+/*
+ * Slack: "X-Slack-Signature: v0=<hex>", X-Slack-Request-Timestamp;
+ * signed bytes "v0:<timestamp>:<body>".
+ */
+static rcv_verify_result
+verify_slack(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			 const unsigned char *body, size_t len, time_t now)
+{
+	const char *sig = rcv_header_get(hdrs, nhdrs, "x-slack-signature");
+	const char *ts = rcv_header_get(hdrs, nhdrs, "x-slack-request-timestamp");
+	candidates	c = {.n = 0};
+	rcv_verify_result r;
+	seg			segs[4];
+
+	if (sig == NULL)
+		return RCV_MISSING_SIGNATURE;
+	if (ts == NULL)
+		return RCV_MISSING_TIMESTAMP;
+	if (strncmp(sig, "v0=", 3) != 0)
+		return RCV_MALFORMED_SIGNATURE;
+	add_candidate(&c, sig + 3, strlen(sig + 3), RCV_ENC_HEX);
+	if (c.n == 0)
+		return RCV_MALFORMED_SIGNATURE;
+	if ((r = check_timestamp(ts, strlen(ts), v->tolerance, now)) != RCV_OK)
+		return r;
+	segs[0] = (seg) {"v0:", 3};
+	segs[1] = (seg) {ts, strlen(ts)};
+	segs[2] = (seg) {":", 1};
+	segs[3] = (seg) {body, len};
+	return match_any(v, segs, 4, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+/*
+ * Paddle Billing: "Paddle-Signature: ts=<unix>;h1=<hex>[;h1=<hex>]";
+ * signed bytes "<ts>:<body>".
+ */
+static rcv_verify_result
+verify_paddle(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			  const unsigned char *body, size_t len, time_t now)
+{
+	const char *h = rcv_header_get(hdrs, nhdrs, "paddle-signature");
+	const char *ts = NULL;
+	size_t		tslen = 0;
+	candidates	c = {.n = 0};
+	rcv_verify_result r;
+	seg			segs[3];
+
+	if (h == NULL)
+		return RCV_MISSING_SIGNATURE;
+	for (const char *p = h; *p;)
+	{
+		const char *item = p;
+		size_t		ilen = strcspn(p, ";");
+
+		p += ilen + (p[ilen] == ';');
+		trim(&item, &ilen);
+		if (ilen > 3 && strncmp(item, "ts=", 3) == 0)
+		{
+			if (ts != NULL)
+				return RCV_MALFORMED_SIGNATURE;
+			ts = item + 3;
+			tslen = ilen - 3;
+		}
+		else if (ilen > 3 && strncmp(item, "h1=", 3) == 0)
+			add_candidate(&c, item + 3, ilen - 3, RCV_ENC_HEX);
+	}
+	if (ts == NULL || c.n == 0)
+		return RCV_MALFORMED_SIGNATURE;
+	if ((r = check_timestamp(ts, tslen, v->tolerance, now)) != RCV_OK)
+		return r;
+	segs[0] = (seg) {ts, tslen};
+	segs[1] = (seg) {":", 1};
+	segs[2] = (seg) {body, len};
+	return match_any(v, segs, 3, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+/*
+ * hmac_template_segments
+ *		Split the signed-bytes template into segments, substituting
+ *		{timestamp}, {body} and {id}.  ts/id may be NULL when unused.
+ *
+ * Returns the number of segments, or -1 for an unknown placeholder, a
+ * placeholder without its header, or too many pieces.
+ */
+static int
+hmac_template_segments(const char *tpl, const char *ts, const char *id,
+					   const unsigned char *body, size_t len,
+					   seg *segs, int maxsegs)
+{
+	int			n = 0;
+	const char *p = tpl;
+
+	while (*p)
+	{
+		const char *open = strchr(p, '{');
+		const char *lit_end = open ? open : p + strlen(p);
+
+		if (lit_end > p)
+		{
+			if (n >= maxsegs)
+				return -1;
+			segs[n++] = (seg) {p, (size_t) (lit_end - p)};
+		}
+		if (open == NULL)
+			break;
+		if (n >= maxsegs)
+			return -1;
+		if (strncmp(open, "{body}", 6) == 0)
+		{
+			segs[n++] = (seg) {body, len};
+			p = open + 6;
+		}
+		else if (strncmp(open, "{timestamp}", 11) == 0 && ts != NULL)
+		{
+			segs[n++] = (seg) {ts, strlen(ts)};
+			p = open + 11;
+		}
+		else if (strncmp(open, "{id}", 4) == 0 && id != NULL)
+		{
+			segs[n++] = (seg) {id, strlen(id)};
+			p = open + 4;
+		}
+		else
+			return -1;
+	}
+	return n;
+}
+
+/* The template in effect: explicit, or the documented default. */
+static const char *
+hmac_template(const rcv_verifier *v)
+{
+	if (v->hmac_template && *v->hmac_template)
+		return v->hmac_template;
+	return v->hmac_ts_header ? "{timestamp}.{body}" : "{body}";
+}
+
+/*
+ * hmac: the configurable scheme for providers not listed (settings keys
+ * header, prefix, encoding, timestamp_header, template, id_header).
+ */
+static rcv_verify_result
+verify_hmac(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			const unsigned char *body, size_t len, time_t now)
+{
+	const char *h = rcv_header_get(hdrs, nhdrs, v->hmac_header);
+	const char *ts = NULL;
+	const char *id = NULL;
+	const char *prefix = v->hmac_prefix ? v->hmac_prefix : "";
+	size_t		plen = strlen(prefix);
+	size_t		hlen;
+	candidates	c = {.n = 0};
+	rcv_verify_result r;
+	seg			segs[MAX_SEGMENTS];
+	int			nsegs;
+
+	if (h == NULL)
+		return RCV_MISSING_SIGNATURE;
+	hlen = strlen(h);
+	trim(&h, &hlen);
+	if (hlen < plen || strncmp(h, prefix, plen) != 0)
+		return RCV_MALFORMED_SIGNATURE;
+	add_candidate(&c, h + plen, hlen - plen, v->hmac_encoding);
+	if (c.n == 0)
+		return RCV_MALFORMED_SIGNATURE;
+	if (v->hmac_ts_header)
+	{
+		ts = rcv_header_get(hdrs, nhdrs, v->hmac_ts_header);
+		if (ts == NULL)
+			return RCV_MISSING_TIMESTAMP;
+		if ((r = check_timestamp(ts, strlen(ts), v->tolerance, now)) != RCV_OK)
+			return r;
+	}
+	if (v->hmac_id_header)
+	{
+		id = rcv_header_get(hdrs, nhdrs, v->hmac_id_header);
+		if (id == NULL)
+			return RCV_MISSING_ID;
+	}
+	nsegs = hmac_template_segments(hmac_template(v), ts, id, body, len,
+								   segs, MAX_SEGMENTS);
+	if (nsegs < 0)
+		return RCV_MISSING_ID;	/* rcv_verifier_check refuses such configs */
+	return match_any(v, segs, nsegs, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+/* ---------------------------------------------------------------------
+ * Secrets
+ * --------------------------------------------------------------------- */
+
+/* Most providers: the secret string's bytes are the key. */
+static int
+secret_verbatim(const char *secret, rcv_secret *out)
+{
+	out->len = strlen(secret);
+	out->key = malloc(out->len + 1);
+	if (out->key == NULL)
+		return -1;
+	memcpy(out->key, secret, out->len + 1);
+	return 0;
+}
+
+/* Standard Webhooks: "whsec_" (optional) + base64 of the key bytes. */
+static int
+secret_whsec(const char *secret, rcv_secret *out)
+{
+	size_t		slen;
+
+	if (strncmp(secret, "whsec_", 6) == 0)
+		secret += 6;
+	slen = strlen(secret);
+	out->key = malloc(slen + 1);
+	if (out->key == NULL)
+		return -1;
+	if (rcv_base64_decode(secret, slen, out->key, slen + 1, &out->len) != 0)
+	{
+		free(out->key);
+		out->key = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* The table: one row per source kind (sources.kind). */
+static const rcv_scheme schemes[] = {
+	{"stripe", verify_stripe, secret_verbatim},
+	{"standard", verify_standard, secret_whsec},
+	{"shopify", verify_shopify, secret_verbatim},
+	{"github", verify_github, secret_verbatim},
+	{"razorpay", verify_razorpay, secret_verbatim},
+	{"slack", verify_slack, secret_verbatim},
+	{"paddle", verify_paddle, secret_verbatim},
+	{"checkout", verify_checkout, secret_verbatim},
+	{"hmac", verify_hmac, secret_verbatim},
+};
+
+const rcv_scheme *
+rcv_scheme_lookup(const char *kind)
+{
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
+		if (strcmp(schemes[i].kind, kind) == 0)
+			return &schemes[i];
+	return NULL;
+}
+
+/*
+ * rcv_verify
+ *		Check one delivery against its source.  Pure function of its inputs.
+ */
+rcv_verify_result
+rcv_verify(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+		   const unsigned char *body, size_t len, time_t now)
+{
+	return v->scheme->verify(v, hdrs, nhdrs, body, len, now);
+}
+
+/*
+ * rcv_verifier_check
+ *		Refuse a configuration that could never verify anything, so that the
+ *		source is reported at load time rather than failing every request.
+ *
+ * Returns 0, or -1 with *problem naming what is wrong (never a secret).
+ */
+int
+rcv_verifier_check(const rcv_verifier *v, const char **problem)
+{
+	seg			segs[MAX_SEGMENTS];
+	static const unsigned char nothing[1] = {0};
+
+	if (v->scheme == NULL)
+	{
+		*problem = "unknown kind";
+		return -1;
+	}
+	if (v->nsecrets == 0)
+	{
+		*problem = "no usable signing secret";
+		return -1;
+	}
+	if (v->scheme->verify != verify_hmac)
+		return 0;
+	if (v->hmac_header == NULL || *v->hmac_header == '\0')
+	{
+		*problem = "settings.header is required";
+		return -1;
+	}
+	/* a dry run of the template with every placeholder it may use */
+	if (hmac_template_segments(hmac_template(v),
+							   v->hmac_ts_header ? "0" : NULL,
+							   v->hmac_id_header ? "x" : NULL,
+							   nothing, 0, segs, MAX_SEGMENTS) < 0)
+	{
+		*problem = "settings.template uses a placeholder without its header, or an unknown one";
+		return -1;
+	}
+	return 0;
+}
+
+static const char *const reasons[RCV_NUM_RESULTS] = {
+	[RCV_OK] = "ok",
+	[RCV_MISSING_SIGNATURE] = "missing_signature",
+	[RCV_MALFORMED_SIGNATURE] = "malformed_signature",
+	[RCV_BAD_SIGNATURE] = "bad_signature",
+	[RCV_MISSING_TIMESTAMP] = "missing_timestamp",
+	[RCV_MALFORMED_TIMESTAMP] = "malformed_timestamp",
+	[RCV_STALE_TIMESTAMP] = "stale_timestamp",
+	[RCV_FUTURE_TIMESTAMP] = "future_timestamp",
+	[RCV_MISSING_ID] = "missing_id",
+};
+
+/* The metric label and log word for a result. */
+const char *
+rcv_verify_reason(rcv_verify_result r)
+{
+	if ((int) r < 0 || r >= RCV_NUM_RESULTS)
+		return "unknown";
+	return reasons[r];
+}

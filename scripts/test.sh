@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# make test: installs what is missing, builds, installs, and runs every
+# suite (pg_regress, isolation, TAP), each on private servers.  Exits
+# non-zero if any suite failed; the TAP runner's summary comes last.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$(pwd)"
+
+scripts/deps.sh || exit 1
+. scripts/common.sh
+
+make -s all || exit 1
+make -s install >/dev/null || exit 1
+
+# The suites write into the tree and run as a non-root user: give them a copy.
+WORK="$(mktemp -d /tmp/webhook_inbox-test.XXXXXX)"
+tar -C "$ROOT" --exclude=.git --exclude=.run --exclude=regress/out --exclude=regress/out_isolation \
+	--exclude=tmp_check -cf - . | tar -C "$WORK" -xf -
+chown -R "$RUN_USER" "$WORK"
+chmod 755 "$WORK"
+
+failed=""
+for suite in regress isolation tap; do
+	echo "=== $suite ==="
+	if ! as_user make -C "$WORK" -s "installcheck-$suite"; then
+		failed="$failed $suite"
+		for f in "$WORK"/regress/out/regression.diffs "$WORK"/regress/out_isolation/regression.diffs; do
+			[ "$suite" != tap ] && [ -f "$f" ] && head -c 20000 "$f"
+		done
+		if [ "$suite" = tap ]; then
+			for f in "$WORK"/tmp_check/log/regress_log_*; do
+				[ -f "$f" ] && { echo "--- $f (tail)"; tail -n 40 "$f"; }
+			done
+		fi
+	fi
+done
+
+if [ -n "$failed" ]; then
+	echo "failed suites:$failed (work tree kept in $WORK)"
+	exit 1
+fi
+rm -rf "$WORK"
+exit 0

@@ -1,0 +1,921 @@
+/*
+ * The receiver's role: it may call intake() and receiver_sources() and
+ * nothing else.  Roles are cluster-wide, so it may already exist from an
+ * installation in another database.
+ */
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_receiver') THEN
+		CREATE ROLE webhook_inbox_receiver NOLOGIN;
+	END IF;
+END
+$$;
+
+---------------------------------------------------------------------------
+-- Sources
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.sources (
+	id				serial PRIMARY KEY,
+	name			text NOT NULL UNIQUE
+		CONSTRAINT sources_name_check CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+	kind			text NOT NULL
+		CONSTRAINT sources_kind_check CHECK (kind IN ('stripe', 'standard', 'shopify', 'github',
+			'razorpay', 'slack', 'paddle', 'checkout', 'hmac')),
+	signing_secrets text[] NOT NULL
+		CONSTRAINT sources_secrets_check CHECK (cardinality(signing_secrets) >= 1
+			AND array_position(signing_secrets, NULL) IS NULL
+			AND array_position(signing_secrets, '') IS NULL),
+	tolerance		interval NOT NULL DEFAULT '300 seconds'
+		CONSTRAINT sources_tolerance_check CHECK (tolerance >= '0 seconds' AND tolerance <= '1 day'),
+	api_base		text CONSTRAINT sources_api_base_check CHECK (api_base ~ '^https?://'),
+	api_token		text,
+	settings		jsonb NOT NULL DEFAULT '{}'
+		CONSTRAINT sources_settings_check CHECK (jsonb_typeof(settings) = 'object'),
+	enabled			boolean NOT NULL DEFAULT true,
+	flagged			text,
+	created_at		timestamptz NOT NULL DEFAULT now(),
+	updated_at		timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE @extschema@.sources IS
+	'One row per configured webhook endpoint; name is the URL path segment /hooks/{name}.';
+COMMENT ON COLUMN @extschema@.sources.signing_secrets IS
+	'Current signing secrets; several during rotation. Readable only by the owner.';
+COMMENT ON COLUMN @extschema@.sources.flagged IS
+	'Set by the worker when the provider refused our credentials (401/403).';
+
+---------------------------------------------------------------------------
+-- Routes: classification of events
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.routes (
+	id				serial PRIMARY KEY,
+	source_kind		text,
+	source_id		integer REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	event_type		text NOT NULL CONSTRAINT routes_event_type_check CHECK (event_type <> ''),
+	class			text NOT NULL
+		CONSTRAINT routes_class_check CHECK (class IN ('state', 'occurrence', 'ignore')),
+	object_type		text,
+	strategy		text NOT NULL
+		CONSTRAINT routes_strategy_check CHECK (strategy IN ('fetch', 'version', 'machine',
+			'occurrence', 'unordered', 'ignore')),
+	object_id_path	jsonpath,
+	object_type_path jsonpath,
+	version_path	jsonpath,
+	status_path		jsonpath,
+	time_path		jsonpath,
+	amount_path		jsonpath,
+	currency_path	jsonpath,
+	machine			text,
+	tombstone		boolean NOT NULL DEFAULT false,
+	priority		integer NOT NULL DEFAULT 100,
+	version			integer NOT NULL DEFAULT 1,
+	preset			boolean NOT NULL DEFAULT false,
+	CONSTRAINT routes_owner_check CHECK ((source_kind IS NULL) <> (source_id IS NULL)),
+	CONSTRAINT routes_unique UNIQUE NULLS NOT DISTINCT (source_kind, source_id, event_type),
+	CONSTRAINT routes_class_strategy_check CHECK (
+		(class = 'ignore' AND strategy = 'ignore')
+		OR (class = 'occurrence' AND strategy = 'occurrence')
+		OR (class = 'state' AND strategy IN ('fetch', 'version', 'machine', 'unordered'))),
+	CONSTRAINT routes_object_check CHECK (class = 'ignore'
+		OR (object_id_path IS NOT NULL AND (object_type IS NOT NULL OR object_type_path IS NOT NULL))),
+	CONSTRAINT routes_version_check CHECK (strategy <> 'version' OR version_path IS NOT NULL),
+	CONSTRAINT routes_machine_check CHECK (strategy <> 'machine'
+		OR (machine IS NOT NULL AND status_path IS NOT NULL))
+);
+COMMENT ON TABLE @extschema@.routes IS
+	'Classification of events by (source kind or source, event-type pattern with * wildcards): class, strategy and where ids, version and status live. The most specific match wins: source over kind, then higher priority, then the longer pattern.';
+COMMENT ON COLUMN @extschema@.routes.version IS
+	'Bumped on every change of the route, recorded on each event it decided, so replays after a mapping change are visible.';
+
+---------------------------------------------------------------------------
+-- Inbox and deliveries
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.inbox (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	event_id		text NOT NULL CONSTRAINT inbox_event_id_check CHECK (event_id <> ''),
+	correlation_id	text,
+	event_type		text,
+	object_type		text,
+	object_id		text,
+	strategy		text,
+	route_id		integer,
+	route_version	integer,
+	provider_version numeric,
+	provider_time	timestamptz,
+	status_value	text,
+	payload			jsonb,
+	raw_body		bytea,
+	body_sha256		bytea NOT NULL,
+	status			text NOT NULL DEFAULT 'pending'
+		CONSTRAINT inbox_status_check CHECK (status IN ('pending', 'processing', 'done', 'retry',
+			'ignored', 'quarantined')),
+	reason			text,
+	attempts		integer NOT NULL DEFAULT 0 CONSTRAINT inbox_attempts_check CHECK (attempts >= 0),
+	next_attempt_at timestamptz NOT NULL DEFAULT now(),
+	claim_token		bigint,
+	decided_route	integer,
+	decided_route_version integer,
+	received_at		timestamptz NOT NULL DEFAULT now(),
+	processed_at	timestamptz,
+	updated_at		timestamptz NOT NULL DEFAULT now(),
+	CONSTRAINT inbox_source_event_key UNIQUE (source_id, event_id),
+	CONSTRAINT inbox_claimable_check CHECK (status NOT IN ('pending', 'retry', 'processing')
+		OR (object_type IS NOT NULL AND object_id IS NOT NULL AND strategy IS NOT NULL))
+);
+CREATE INDEX inbox_claim_idx ON @extschema@.inbox (id)
+	WHERE status IN ('pending', 'retry', 'processing');
+CREATE INDEX inbox_object_idx ON @extschema@.inbox (source_id, object_type, object_id)
+	WHERE status IN ('pending', 'retry', 'processing');
+CREATE INDEX inbox_claim_token_idx ON @extschema@.inbox (claim_token) WHERE status = 'processing';
+COMMENT ON TABLE @extschema@.inbox IS
+	'One row per logical message, unique on (source_id, event_id): the id the provider keeps across retries.';
+COMMENT ON COLUMN @extschema@.inbox.raw_body IS
+	'The exact bytes, kept only for quarantined deliveries whose body could not be read.';
+COMMENT ON COLUMN @extschema@.inbox.decided_route IS
+	'The route (and its version) that decided the event when it was processed.';
+
+CREATE TABLE @extschema@.deliveries (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	event_id		text NOT NULL,
+	delivery_id		text,
+	received_at		timestamptz NOT NULL DEFAULT now(),
+	body_sha256		bytea NOT NULL,
+	body_size		integer NOT NULL CONSTRAINT deliveries_size_check CHECK (body_size >= 0),
+	outcome			text NOT NULL
+		CONSTRAINT deliveries_outcome_check CHECK (outcome IN ('new', 'duplicate', 'quarantined'))
+);
+CREATE INDEX deliveries_event_idx ON @extschema@.deliveries (source_id, event_id);
+CREATE INDEX deliveries_received_idx ON @extschema@.deliveries (received_at);
+COMMENT ON TABLE @extschema@.deliveries IS
+	'Audit of every accepted delivery attempt, duplicates included. Bounded by prune().';
+
+---------------------------------------------------------------------------
+-- Mirror, leases, transitions, machines, occurrences
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.objects (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	object_type		text NOT NULL,
+	object_id		text NOT NULL,
+	status			text,
+	version			numeric,
+	provider_time	timestamptz,
+	state			jsonb,
+	deleted			boolean NOT NULL DEFAULT false,
+	fence_token		bigint,
+	last_event_id	bigint,
+	updated_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, object_type, object_id)
+);
+COMMENT ON TABLE @extschema@.objects IS
+	'The mirror: the latest known state of each provider object.';
+COMMENT ON COLUMN @extschema@.objects.fence_token IS
+	'Highest claim token that saved this object; saves under an older token are fenced.';
+
+CREATE SEQUENCE @extschema@.claim_token_seq;
+COMMENT ON SEQUENCE @extschema@.claim_token_seq IS 'Fencing tokens: strictly increasing claim tokens.';
+
+CREATE TABLE @extschema@.object_leases (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	object_type		text NOT NULL,
+	object_id		text NOT NULL,
+	token			bigint NOT NULL UNIQUE,
+	holder			text NOT NULL,
+	claimed_at		timestamptz NOT NULL DEFAULT now(),
+	expires_at		timestamptz NOT NULL,
+	PRIMARY KEY (source_id, object_type, object_id)
+);
+COMMENT ON TABLE @extschema@.object_leases IS
+	'At most one live claim per object; token is the fencing token of the current claim.';
+
+CREATE TABLE @extschema@.transitions (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	object_type		text NOT NULL,
+	object_id		text NOT NULL,
+	machine			text,
+	from_status		text,
+	to_status		text NOT NULL,
+	version			numeric,
+	applied			boolean NOT NULL DEFAULT true,
+	reason			text,
+	cause			text NOT NULL,
+	event_id		bigint,
+	at				timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX transitions_object_idx ON @extschema@.transitions (source_id, object_type, object_id);
+COMMENT ON TABLE @extschema@.transitions IS
+	'History of status changes per object; applied = false keeps backward events with their reason.';
+
+CREATE TABLE @extschema@.machines (
+	machine			text NOT NULL,
+	from_state		text NOT NULL,
+	to_state		text NOT NULL,
+	preset			boolean NOT NULL DEFAULT false,
+	PRIMARY KEY (machine, from_state, to_state),
+	CONSTRAINT machines_no_self_loop CHECK (from_state <> to_state)
+);
+COMMENT ON TABLE @extschema@.machines IS
+	'State-machine edges; each machine must be acyclic. A transition is legal iff its target is reachable from its source.';
+
+CREATE TABLE @extschema@.occurrences (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	kind			text NOT NULL CONSTRAINT occurrences_kind_check CHECK (kind <> ''),
+	occurrence_id	text NOT NULL CONSTRAINT occurrences_id_check CHECK (occurrence_id <> ''),
+	amount			bigint,
+	currency		text,
+	payload			jsonb,
+	first_event_id	bigint,
+	recorded_at		timestamptz NOT NULL DEFAULT now(),
+	CONSTRAINT occurrences_key UNIQUE (source_id, kind, occurrence_id)
+);
+COMMENT ON TABLE @extschema@.occurrences IS
+	'Insert-once facts (payment, refund, dispute) unique on their own id.';
+
+CREATE TABLE @extschema@.requeues (
+	id				bigserial PRIMARY KEY,
+	event_id		bigint NOT NULL,
+	previous_status text NOT NULL,
+	previous_reason text,
+	previous_route	integer,
+	previous_route_version integer,
+	note			text,
+	requeued_by		text NOT NULL DEFAULT current_user,
+	requeued_at		timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE @extschema@.requeues IS 'Audit of every controlled replay made with requeue().';
+
+---------------------------------------------------------------------------
+-- Privileges: nothing is readable by PUBLIC
+---------------------------------------------------------------------------
+
+REVOKE ALL ON ALL TABLES IN SCHEMA @extschema@ FROM PUBLIC;
+REVOKE ALL ON ALL SEQUENCES IN SCHEMA @extschema@ FROM PUBLIC;
+GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_receiver;
+
+---------------------------------------------------------------------------
+-- Sources API
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@._check_kind(kind text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF kind IS NULL OR kind NOT IN ('stripe', 'standard', 'shopify', 'github', 'razorpay',
+									'slack', 'paddle', 'checkout', 'hmac') THEN
+		RAISE EXCEPTION 'unknown source kind "%"', kind
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Valid kinds are: stripe, standard, shopify, github, razorpay, slack, paddle, checkout, hmac.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._check_kind(text) IS 'Raises a clear error for an unknown source kind.';
+
+CREATE FUNCTION @extschema@._check_secret(kind text, secret text) RETURNS void
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF secret IS NULL OR secret = '' THEN
+		RAISE EXCEPTION 'signing secret must not be empty'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Copy the endpoint''s signing secret from the provider''s dashboard.';
+	END IF;
+	IF kind = 'standard' AND secret !~ '^(whsec_)?[A-Za-z0-9+/]+={0,2}$' THEN
+		RAISE EXCEPTION 'standard webhooks secret must be base64, optionally prefixed with whsec_'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._check_secret(text, text) IS 'Raises a clear error for an empty or malformed secret.';
+
+CREATE FUNCTION @extschema@.create_source(
+	name text, kind text, secret text,
+	tolerance interval DEFAULT '300 seconds',
+	api_base text DEFAULT NULL, api_token text DEFAULT NULL,
+	settings jsonb DEFAULT '{}', enabled boolean DEFAULT true)
+RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	new_id integer;
+BEGIN
+	IF name IS NULL OR name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' THEN
+		RAISE EXCEPTION 'invalid source name "%"', name
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'A source name is used as the URL path segment /hooks/{name}.',
+				  HINT = 'Use 1 to 63 letters, digits, "_", "." or "-", starting with a letter or digit.';
+	END IF;
+	PERFORM webhook_inbox._check_kind(kind);
+	PERFORM webhook_inbox._check_secret(kind, secret);
+	IF tolerance IS NULL OR tolerance < '0 seconds' OR tolerance > '1 day' THEN
+		RAISE EXCEPTION 'tolerance must be between 0 seconds and 1 day'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF api_base IS NOT NULL AND api_base !~ '^https?://' THEN
+		RAISE EXCEPTION 'api_base must be an http or https URL'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF settings IS NULL OR jsonb_typeof(settings) <> 'object' THEN
+		RAISE EXCEPTION 'settings must be a JSON object'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF kind = 'hmac' AND coalesce(settings->>'header', '') = '' THEN
+		RAISE EXCEPTION 'an hmac source needs settings.header'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'For example: settings => ''{"header": "X-Signature", "prefix": "sha256=", "encoding": "hex"}''.';
+	END IF;
+	IF EXISTS (SELECT 1 FROM webhook_inbox.sources s WHERE s.name = create_source.name) THEN
+		RAISE EXCEPTION 'source "%" already exists', name
+			USING ERRCODE = 'duplicate_object',
+				  HINT = 'Use rotate_secret() to change its secret, or choose another name.';
+	END IF;
+	INSERT INTO webhook_inbox.sources (name, kind, signing_secrets, tolerance, api_base, api_token,
+									   settings, enabled)
+	VALUES (name, kind, ARRAY[secret], tolerance, api_base, api_token, settings, enabled)
+	RETURNING id INTO new_id;
+	RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.create_source(text, text, text, interval, text, text, jsonb, boolean) IS
+	'Configures a webhook endpoint; returns its id.';
+
+CREATE FUNCTION @extschema@._source_for_update(source_name text) RETURNS webhook_inbox.sources
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s webhook_inbox.sources;
+BEGIN
+	SELECT * INTO s FROM webhook_inbox.sources WHERE name = source_name FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'source "%" does not exist', source_name
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'Create it with create_source().';
+	END IF;
+	RETURN s;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._source_for_update(text) IS 'Locks and returns a source by name, or raises.';
+
+CREATE FUNCTION @extschema@.rotate_secret(name text, new_secret text) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s webhook_inbox.sources;
+BEGIN
+	s := webhook_inbox._source_for_update(name);
+	PERFORM webhook_inbox._check_secret(s.kind, new_secret);
+	IF new_secret = ANY (s.signing_secrets) THEN
+		RAISE EXCEPTION 'source "%" already has this secret', name
+			USING ERRCODE = 'duplicate_object';
+	END IF;
+	UPDATE webhook_inbox.sources SET signing_secrets = signing_secrets || new_secret, updated_at = now()
+	 WHERE id = s.id;
+	RETURN cardinality(s.signing_secrets) + 1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.rotate_secret(text, text) IS
+	'Adds a signing secret; old and new are both accepted until the old one is retired. Returns the number of current secrets.';
+
+CREATE FUNCTION @extschema@.retire_secret(name text, old_secret text) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s webhook_inbox.sources;
+BEGIN
+	s := webhook_inbox._source_for_update(name);
+	IF old_secret IS NULL OR NOT old_secret = ANY (s.signing_secrets) THEN
+		RAISE EXCEPTION 'source "%" has no such secret', name
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	IF cardinality(s.signing_secrets) = 1 THEN
+		RAISE EXCEPTION 'cannot retire the only secret of source "%"', name
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Add the new secret with rotate_secret() first.';
+	END IF;
+	UPDATE webhook_inbox.sources SET signing_secrets = array_remove(signing_secrets, old_secret),
+		   updated_at = now()
+	 WHERE id = s.id;
+	RETURN cardinality(s.signing_secrets) - 1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.retire_secret(text, text) IS
+	'Removes a signing secret (never the last one). Returns the number of current secrets.';
+
+CREATE FUNCTION @extschema@.receiver_sources()
+RETURNS TABLE (name text, kind text, signing_secrets text[], tolerance_seconds integer, settings jsonb)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	SELECT s.name, s.kind, s.signing_secrets, extract(epoch FROM s.tolerance)::integer, s.settings
+	  FROM webhook_inbox.sources s
+	 WHERE s.enabled
+	 ORDER BY s.name
+$$;
+COMMENT ON FUNCTION @extschema@.receiver_sources() IS
+	'What the receiver needs to verify deliveries: enabled sources with their secrets.';
+
+CREATE FUNCTION @extschema@._sources_changed() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	PERFORM pg_notify('webhook_inbox_sources', '');
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sources_changed() IS 'Tells receivers to reload their sources.';
+CREATE TRIGGER sources_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON @extschema@.sources FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._sources_changed();
+
+---------------------------------------------------------------------------
+-- Routing
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@._pattern_like(pattern text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+	SELECT replace(replace(replace(replace(pattern, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%')
+$$;
+COMMENT ON FUNCTION @extschema@._pattern_like(text) IS 'Turns a route pattern with * wildcards into a LIKE pattern.';
+
+CREATE FUNCTION @extschema@._scalar_text(v jsonb) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT CASE jsonb_typeof(v)
+		WHEN 'string' THEN v #>> '{}'
+		WHEN 'number' THEN v #>> '{}'
+		WHEN 'boolean' THEN v #>> '{}'
+		ELSE NULL END
+$$;
+COMMENT ON FUNCTION @extschema@._scalar_text(jsonb) IS 'Text of a JSON scalar; NULL for null, objects and arrays.';
+
+CREATE FUNCTION @extschema@._version_of(v jsonb) RETURNS numeric
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	/* numbers as they are; numeric strings; ISO timestamps as epoch seconds */
+	SELECT CASE
+		WHEN jsonb_typeof(v) = 'number' THEN (v #>> '{}')::numeric
+		WHEN jsonb_typeof(v) = 'string' AND (v #>> '{}') ~ '^-?[0-9]+(\.[0-9]+)?$' THEN (v #>> '{}')::numeric
+		WHEN jsonb_typeof(v) = 'string' THEN extract(epoch FROM (v #>> '{}')::timestamptz)
+		ELSE NULL END
+$$;
+COMMENT ON FUNCTION @extschema@._version_of(jsonb) IS
+	'A provider version as a number: numbers, numeric strings, or timestamps as epoch seconds.';
+
+CREATE FUNCTION @extschema@._time_of(v jsonb) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT CASE
+		WHEN jsonb_typeof(v) = 'number' THEN to_timestamp((v #>> '{}')::double precision)
+		WHEN jsonb_typeof(v) = 'string' AND (v #>> '{}') ~ '^[0-9]+$' THEN to_timestamp((v #>> '{}')::double precision)
+		WHEN jsonb_typeof(v) = 'string' THEN (v #>> '{}')::timestamptz
+		ELSE NULL END
+$$;
+COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch seconds or an ISO-8601 string.';
+
+/*
+ * Classify one event: find the most specific route and evaluate its paths.
+ * Called by intake() inside a subtransaction, so any error here (a version
+ * that is not a number, say) quarantines the event instead of failing.
+ */
+CREATE FUNCTION @extschema@._classify(p_source_id integer, p_kind text, p_event_type text, p_payload jsonb,
+	OUT route_id integer, OUT route_version integer, OUT strategy text, OUT object_type text,
+	OUT object_id text, OUT version numeric, OUT provider_time timestamptz, OUT status_value text)
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	r webhook_inbox.routes;
+BEGIN
+	SELECT * INTO r FROM webhook_inbox.routes x
+	 WHERE (x.source_id = p_source_id OR x.source_kind = p_kind)
+	   AND p_event_type LIKE webhook_inbox._pattern_like(x.event_type)
+	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, length(x.event_type) DESC, x.id
+	 LIMIT 1;
+	IF NOT FOUND THEN
+		RETURN;
+	END IF;
+	route_id := r.id;
+	route_version := r.version;
+	strategy := r.strategy;
+	IF r.class = 'ignore' THEN
+		RETURN;
+	END IF;
+	object_type := coalesce(webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, r.object_type_path)),
+							r.object_type);
+	object_id := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, r.object_id_path));
+	IF r.version_path IS NOT NULL THEN
+		version := webhook_inbox._version_of(jsonb_path_query_first(p_payload, r.version_path));
+	END IF;
+	IF r.time_path IS NOT NULL THEN
+		provider_time := webhook_inbox._time_of(jsonb_path_query_first(p_payload, r.time_path));
+	END IF;
+	IF r.status_path IS NOT NULL THEN
+		status_value := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, r.status_path));
+	END IF;
+	IF r.tombstone THEN
+		status_value := coalesce(status_value, 'deleted');
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
+	'Finds the route of an event and extracts object type, id, version, time and status.';
+
+CREATE FUNCTION @extschema@._routes_bump() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF ROW(NEW.*) IS DISTINCT FROM ROW(OLD.*) THEN
+		NEW.version := OLD.version + 1;
+	END IF;
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._routes_bump() IS 'Bumps a route''s version when it changes.';
+
+---------------------------------------------------------------------------
+-- Intake (C)
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.intake(source text, headers text[], body bytea) RETURNS text
+AS 'MODULE_PATHNAME', 'wi_intake'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.intake(text, text[], bytea) IS
+	'The receiver''s only entry: records a verified delivery. headers is {name, value, name, value, ...}. Returns new, duplicate or quarantined.';
+
+---------------------------------------------------------------------------
+-- Claims (C) and their completion
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.claim(worker text, max_objects integer DEFAULT 10,
+	lease interval DEFAULT '30 seconds')
+RETURNS TABLE (claim_token bigint, source text, source_id integer, object_type text, object_id text,
+			   event_ids bigint[], strategy text, expires_at timestamptz)
+AS 'MODULE_PATHNAME', 'wi_claim'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.claim(text, integer, interval) IS
+	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token.';
+
+CREATE FUNCTION @extschema@._lease_for(p_token bigint) RETURNS webhook_inbox.object_leases
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+BEGIN
+	IF p_token IS NULL THEN
+		RAISE EXCEPTION 'claim token must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	SELECT * INTO l FROM webhook_inbox.object_leases WHERE token = p_token FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'claim token % is no longer current', p_token
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The claim was completed, or its lease expired and another worker took the object over.',
+				  HINT = 'Drop this claim''s work; the current claim holder will process the object.';
+	END IF;
+	RETURN l;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._lease_for(bigint) IS 'Locks the lease of a current claim token, or raises.';
+
+CREATE FUNCTION @extschema@._release(l webhook_inbox.object_leases) RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+	DELETE FROM webhook_inbox.object_leases x
+	 WHERE x.token = l.token
+	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox i
+						WHERE i.claim_token = l.token AND i.status = 'processing');
+$$;
+COMMENT ON FUNCTION @extschema@._release(webhook_inbox.object_leases) IS
+	'Ends a claim once none of its events is still processing.';
+
+CREATE FUNCTION @extschema@.complete(claim_token bigint, event_ids bigint[] DEFAULT NULL,
+	outcome text DEFAULT 'done', reason text DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+	n integer;
+BEGIN
+	IF outcome IS NULL OR outcome NOT IN ('done', 'ignored') THEN
+		RAISE EXCEPTION 'invalid outcome "%"', outcome
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Use done or ignored.';
+	END IF;
+	l := webhook_inbox._lease_for(claim_token);
+	UPDATE webhook_inbox.inbox i
+	   SET status = outcome, reason = complete.reason, processed_at = now(), updated_at = now(),
+		   decided_route = i.route_id, decided_route_version = i.route_version
+	 WHERE i.claim_token = l.token AND i.status = 'processing'
+	   AND (event_ids IS NULL OR i.id = ANY (event_ids));
+	GET DIAGNOSTICS n = ROW_COUNT;
+	PERFORM webhook_inbox._release(l);
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.complete(bigint, bigint[], text, text) IS
+	'Marks the claim''s events (all, or those listed) done or ignored; ends the claim when none is left. Refused for a token that is no longer current.';
+
+CREATE FUNCTION @extschema@.retry(claim_token bigint, error text, delay interval DEFAULT NULL,
+	max_attempts integer DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+	limit_attempts integer;
+	result text := 'retry';
+	n integer;
+BEGIN
+	IF delay IS NOT NULL AND delay < '0 seconds' THEN
+		RAISE EXCEPTION 'retry delay must not be negative' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	limit_attempts := coalesce(max_attempts,
+							   nullif(current_setting('webhook_inbox.max_attempts', true), '')::integer, 8);
+	IF limit_attempts < 1 THEN
+		RAISE EXCEPTION 'max_attempts must be at least 1' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	l := webhook_inbox._lease_for(claim_token);
+	UPDATE webhook_inbox.inbox i
+	   SET attempts = i.attempts + 1,
+		   status = CASE WHEN i.attempts + 1 >= limit_attempts THEN 'quarantined' ELSE 'retry' END,
+		   reason = CASE WHEN i.attempts + 1 >= limit_attempts
+						 THEN 'max_attempts: ' || coalesce(error, 'unknown error')
+						 ELSE error END,
+		   next_attempt_at = now() + coalesce(delay,
+				/* exponential backoff with up to 25% jitter, capped at one hour */
+				least(interval '1 hour', interval '1 second' * power(2, least(i.attempts, 12)))
+				* (1 + random() * 0.25)),
+		   updated_at = now()
+	 WHERE i.claim_token = l.token AND i.status = 'processing';
+	GET DIAGNOSTICS n = ROW_COUNT;
+	IF EXISTS (SELECT 1 FROM webhook_inbox.inbox i WHERE i.claim_token = l.token AND i.status = 'quarantined'
+			   AND i.reason LIKE 'max\_attempts:%' AND i.updated_at = now()) THEN
+		result := 'quarantined';
+	END IF;
+	PERFORM webhook_inbox._release(l);
+	RETURN result;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.retry(bigint, text, interval, integer) IS
+	'Puts the claim''s events back for a later attempt (after delay, or exponential backoff with jitter); quarantines them after max_attempts (default webhook_inbox.max_attempts). Returns retry or quarantined.';
+
+CREATE FUNCTION @extschema@.quarantine(claim_token bigint, reason text, event_ids bigint[] DEFAULT NULL)
+RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+	n integer;
+BEGIN
+	IF reason IS NULL OR reason = '' THEN
+		RAISE EXCEPTION 'a quarantine needs a reason' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	l := webhook_inbox._lease_for(claim_token);
+	UPDATE webhook_inbox.inbox i
+	   SET status = 'quarantined', reason = quarantine.reason, updated_at = now(),
+		   decided_route = i.route_id, decided_route_version = i.route_version
+	 WHERE i.claim_token = l.token AND i.status = 'processing'
+	   AND (event_ids IS NULL OR i.id = ANY (event_ids));
+	GET DIAGNOSTICS n = ROW_COUNT;
+	PERFORM webhook_inbox._release(l);
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
+	'Sets the claim''s events (all, or those listed) aside for a person, with a reason. Refused for a token that is no longer current.';
+
+---------------------------------------------------------------------------
+-- Mirror: version guard (C), machines (C), occurrences
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.upsert_object(source text, object_type text, object_id text,
+	version numeric, status text, state jsonb, claim_token bigint DEFAULT NULL,
+	deleted boolean DEFAULT false, cause text DEFAULT NULL, event_id bigint DEFAULT NULL)
+RETURNS text
+AS 'MODULE_PATHNAME', 'wi_upsert_object'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.upsert_object(text, text, text, numeric, text, jsonb, bigint, boolean, text, bigint) IS
+	'Saves an object only if its version is strictly newer (NULL version: a fetched current state). Returns applied, duplicate, stale, tie or fenced.';
+
+CREATE FUNCTION @extschema@.version_guard() RETURNS trigger
+AS 'MODULE_PATHNAME', 'wi_version_guard'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@.version_guard() IS
+	'BEFORE UPDATE row trigger: skips an update whose version column (argument, default "version") is not strictly newer.';
+
+CREATE FUNCTION @extschema@.transition_allowed(machine text, from_state text, to_state text)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'wi_transition_allowed'
+LANGUAGE C STABLE;
+COMMENT ON FUNCTION @extschema@.transition_allowed(text, text, text) IS
+	'True iff to_state is reachable from from_state along the machine''s edges.';
+
+CREATE FUNCTION @extschema@._machines_changed() RETURNS trigger
+AS 'MODULE_PATHNAME', 'wi_machines_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@._machines_changed() IS
+	'Invalidates every backend''s reachability cache when machines change.';
+CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON @extschema@.machines FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._machines_changed();
+
+CREATE FUNCTION @extschema@._machines_acyclic() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cyc record;
+BEGIN
+	WITH RECURSIVE reach(machine, start, state) AS (
+		SELECT m.machine, m.from_state, m.to_state FROM webhook_inbox.machines m
+		UNION
+		SELECT r.machine, r.start, m.to_state
+		  FROM reach r JOIN webhook_inbox.machines m ON m.machine = r.machine AND m.from_state = r.state
+	)
+	SELECT machine, start INTO cyc FROM reach WHERE start = state LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'edge would create a cycle in machine "%"', cyc.machine
+			USING ERRCODE = 'check_violation',
+				  DETAIL = format('State "%s" would be reachable from itself.', cyc.start),
+				  HINT = 'Machines must be acyclic so that a backward event can be recognised.';
+	END IF;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._machines_acyclic() IS 'Refuses edges that make a machine cyclic.';
+CREATE TRIGGER machines_acyclic AFTER INSERT OR UPDATE ON @extschema@.machines
+	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._machines_acyclic();
+
+CREATE FUNCTION @extschema@._source_id(source_name text) RETURNS integer
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sid integer;
+BEGIN
+	SELECT id INTO sid FROM webhook_inbox.sources WHERE name = source_name;
+	IF sid IS NULL THEN
+		RAISE EXCEPTION 'source "%" does not exist', source_name
+			USING ERRCODE = 'undefined_object', HINT = 'Create it with create_source().';
+	END IF;
+	RETURN sid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._source_id(text) IS 'The id of a source by name, or raises.';
+
+CREATE FUNCTION @extschema@.apply_transition(source text, object_type text, object_id text,
+	machine text, new_status text, event bigint DEFAULT NULL, claim_token bigint DEFAULT NULL,
+	state jsonb DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sid integer;
+	o webhook_inbox.objects;
+	cur text;
+	cause_text text := coalesce('event ' || event, 'call');
+BEGIN
+	IF object_type IS NULL OR object_id IS NULL OR machine IS NULL OR new_status IS NULL
+	   OR object_id = '' OR new_status = '' THEN
+		RAISE EXCEPTION 'object_type, object_id, machine and new_status must not be empty'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	sid := webhook_inbox._source_id(source);
+	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.machines m WHERE m.machine = apply_transition.machine) THEN
+		RAISE EXCEPTION 'machine "%" does not exist', machine
+			USING ERRCODE = 'undefined_object',
+				  HINT = 'Insert its edges into webhook_inbox.machines.';
+	END IF;
+	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status)
+	VALUES (sid, apply_transition.object_type, apply_transition.object_id, 'unknown')
+	ON CONFLICT DO NOTHING;
+	SELECT * INTO o FROM webhook_inbox.objects x
+	 WHERE x.source_id = sid AND x.object_type = apply_transition.object_type
+	   AND x.object_id = apply_transition.object_id
+	   FOR UPDATE;
+	IF claim_token IS NOT NULL AND (o.fence_token > claim_token OR EXISTS (
+			SELECT 1 FROM webhook_inbox.object_leases l
+			 WHERE l.source_id = sid AND l.object_type = apply_transition.object_type
+			   AND l.object_id = apply_transition.object_id AND l.token <> claim_token)) THEN
+		RETURN 'fenced';
+	END IF;
+	cur := coalesce(o.status, 'unknown');
+	IF cur = new_status THEN
+		RETURN 'duplicate';
+	END IF;
+	IF NOT webhook_inbox.transition_allowed(machine, cur, new_status) THEN
+		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, machine, from_status,
+											   to_status, applied, reason, cause, event_id)
+		VALUES (sid, apply_transition.object_type, apply_transition.object_id, machine, cur, new_status,
+				false, format('backward: %s is not reachable from %s', new_status, cur), cause_text, event);
+		RETURN 'backward';
+	END IF;
+	UPDATE webhook_inbox.objects x
+	   SET status = new_status, state = coalesce(apply_transition.state, x.state), last_event_id = event,
+		   fence_token = greatest(x.fence_token, claim_token), deleted = false, updated_at = now()
+	 WHERE x.source_id = sid AND x.object_type = apply_transition.object_type
+	   AND x.object_id = apply_transition.object_id;
+	INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, machine, from_status,
+										   to_status, applied, cause, event_id)
+	VALUES (sid, apply_transition.object_type, apply_transition.object_id, machine, cur, new_status,
+			true, cause_text, event);
+	RETURN 'applied';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.apply_transition(text, text, text, text, text, bigint, bigint, jsonb) IS
+	'Applies a legal forward transition of a state machine; returns applied, duplicate, backward (recorded, never retried) or fenced.';
+
+CREATE FUNCTION @extschema@.record_occurrence(source text, kind text, occurrence_id text,
+	payload jsonb DEFAULT NULL, event bigint DEFAULT NULL, amount bigint DEFAULT NULL,
+	currency text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sid integer;
+	n integer;
+BEGIN
+	IF kind IS NULL OR kind = '' OR occurrence_id IS NULL OR occurrence_id = '' THEN
+		RAISE EXCEPTION 'kind and occurrence_id must not be empty'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	sid := webhook_inbox._source_id(source);
+	INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
+										   first_event_id)
+	VALUES (sid, kind, occurrence_id,
+			coalesce(amount, CASE WHEN jsonb_typeof(payload -> 'amount') = 'number'
+								  THEN (payload ->> 'amount')::numeric::bigint END),
+			coalesce(currency, payload ->> 'currency'), payload, event)
+	ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING;
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n = 1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.record_occurrence(text, text, text, jsonb, bigint, bigint, text) IS
+	'Records a fact once, unique on its own id; returns true the first time only.';
+
+---------------------------------------------------------------------------
+-- Replay and retention
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.requeue(event_ids bigint[], note text DEFAULT NULL) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e record;
+	n integer := 0;
+BEGIN
+	IF event_ids IS NULL OR cardinality(event_ids) = 0 THEN
+		RAISE EXCEPTION 'requeue needs at least one event id' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	FOR e IN SELECT * FROM webhook_inbox.inbox WHERE id = ANY (event_ids) ORDER BY id FOR UPDATE LOOP
+		IF e.status IN ('pending', 'processing') THEN
+			RAISE EXCEPTION 'event % is % and cannot be requeued', e.id, e.status
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		END IF;
+		IF e.object_id IS NULL OR e.strategy IS NULL THEN
+			RAISE EXCEPTION 'event % has no route yet and cannot be requeued', e.id
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  HINT = 'Add a route for its type, then call reclassify().';
+		END IF;
+		INSERT INTO webhook_inbox.requeues (event_id, previous_status, previous_reason, previous_route,
+											previous_route_version, note)
+		VALUES (e.id, e.status, e.reason, e.decided_route, e.decided_route_version, note);
+		UPDATE webhook_inbox.inbox
+		   SET status = 'pending', reason = NULL, attempts = 0, next_attempt_at = now(),
+			   claim_token = NULL, updated_at = now()
+		 WHERE id = e.id;
+		n := n + 1;
+	END LOOP;
+	IF n <> cardinality(event_ids) THEN
+		RAISE EXCEPTION '% of % events do not exist', cardinality(event_ids) - n, cardinality(event_ids)
+			USING ERRCODE = 'undefined_object';
+	END IF;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.requeue(bigint[], text) IS
+	'Controlled replay of done, ignored, retrying or quarantined events, audited in requeues.';
+
+CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
+	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF older_than IS NULL OR older_than < '0 seconds' THEN
+		RAISE EXCEPTION 'older_than must be a non-negative interval' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF strip_payloads_older_than IS NOT NULL AND strip_payloads_older_than < '0 seconds' THEN
+		RAISE EXCEPTION 'strip_payloads_older_than must be a non-negative interval'
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	DELETE FROM webhook_inbox.inbox
+	 WHERE status IN ('done', 'ignored') AND coalesce(processed_at, updated_at) < now() - older_than;
+	GET DIAGNOSTICS inbox_deleted = ROW_COUNT;
+	DELETE FROM webhook_inbox.deliveries WHERE received_at < now() - older_than;
+	GET DIAGNOSTICS deliveries_deleted = ROW_COUNT;
+	payloads_stripped := 0;
+	IF strip_payloads_older_than IS NOT NULL THEN
+		/* identities stay: source, event id, object, outcome; the bodies go */
+		UPDATE webhook_inbox.inbox SET payload = NULL, raw_body = NULL
+		 WHERE status IN ('done', 'ignored') AND (payload IS NOT NULL OR raw_body IS NOT NULL)
+		   AND coalesce(processed_at, updated_at) < now() - strip_payloads_older_than;
+		GET DIAGNOSTICS payloads_stripped = ROW_COUNT;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.prune(interval, interval) IS
+	'Retention: deletes old done and ignored events and old deliveries; can strip payloads earlier while keeping identities.';
+
+---------------------------------------------------------------------------
+-- Views for operators
+---------------------------------------------------------------------------
+
+CREATE VIEW @extschema@.inbox_health AS
+SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
+	   coalesce(now() - min(received_at) FILTER (WHERE status = 'pending'), '0 seconds') AS oldest_pending_age,
+	   count(*) FILTER (WHERE status = 'processing') AS processing,
+	   count(*) FILTER (WHERE status = 'retry') AS retrying,
+	   count(*) FILTER (WHERE status = 'quarantined') AS quarantined,
+	   coalesce((SELECT jsonb_object_agg(r, c) FROM (
+			SELECT coalesce(split_part(reason, ':', 1), 'unknown') AS r, count(*) AS c
+			  FROM webhook_inbox.inbox WHERE status = 'quarantined' GROUP BY 1) q), '{}') AS quarantined_by_reason
+  FROM webhook_inbox.inbox
+ WHERE status IN ('pending', 'processing', 'retry', 'quarantined');
+COMMENT ON VIEW @extschema@.inbox_health IS
+	'What to alert on: pending count, oldest pending age, retrying, and quarantined by reason.';
+

@@ -1,0 +1,57 @@
+/*
+ * api.h
+ *		The simulator's HTTP side: the provider read API (Stripe and Shopify
+ *		style), injected faults, the refund effect endpoint with idempotency
+ *		keys, and the /_sim/ control, truth and counter endpoints.
+ */
+#ifndef SIM_API_H
+#define SIM_API_H
+
+#include <event2/event.h>
+
+#include "model.h"
+#include "util.h"
+
+typedef enum fault_mode
+{
+	FAULT_STATUS,				/* answer status (429 with Retry-After, 5xx) */
+	FAULT_SLOW,					/* delay the answer by ms */
+	FAULT_DROP					/* refund effects: perform, then drop the connection */
+} fault_mode;
+
+typedef struct fault_rule
+{
+	fault_mode	mode;
+	int			status;			/* FAULT_STATUS; 0 means 500 or 503 at random */
+	double		share;			/* probability per matching request */
+	int			retry_after;	/* seconds, for 429 and 503 */
+	int			ms;				/* FAULT_SLOW */
+	char		prefix[256];	/* path prefix; empty matches all API paths */
+	long		count;			/* faults left; -1 unlimited */
+} fault_rule;
+
+typedef struct api_options
+{
+	const char *api_token;		/* NULL: no auth */
+	int			no_effect_lookup;
+	uint64_t	seed;			/* of the fault draws */
+} api_options;
+
+/* Renders the JSON of GET /_sim/status into out. */
+typedef void (*status_fn) (void *arg, sbuf *out);
+
+typedef struct sim_api sim_api;
+
+/*
+ * Listen on host:port (port 0 picks one; see api_port) and serve model.
+ * Returns NULL with a reason in err when the address cannot be bound.
+ */
+extern sim_api *api_start(struct event_base *base, sim_model *model,
+						  const char *host, int port, const api_options *opt,
+						  status_fn status, void *status_arg,
+						  char *err, size_t errlen);
+extern int	api_port(const sim_api *api);
+extern void api_add_fault(sim_api *api, const fault_rule *rule);
+extern void api_stop(sim_api *api);
+
+#endif							/* SIM_API_H */
