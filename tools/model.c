@@ -676,7 +676,7 @@ model_next_event(sim_model *m, int64_t now, sim_event *ev)
 }
 
 void
-event_free(sim_event *ev)
+sim_event_free(sim_event *ev)
 {
 	hdr_free(&ev->headers);
 	free(ev->body);

@@ -62,7 +62,7 @@ typedef struct sim_object
 	int			currency;
 	int			n_occ;			/* occurrences generated on a payment */
 	long		number;			/* order number (#1001 …) */
-	char		customer[24];
+	char		customer[40];
 } sim_object;
 
 typedef struct sim_occurrence
@@ -77,7 +77,7 @@ typedef struct sim_occurrence
 	int64_t		updated;		/* wall clock */
 } sim_occurrence;
 
-/* One generated webhook event (the caller frees with event_free). */
+/* One generated webhook event (the caller frees with sim_event_free). */
 typedef struct sim_event
 {
 	long		seq;			/* 1-based */
@@ -137,7 +137,7 @@ extern void model_free(sim_model *m);
  * object can change any more.
  */
 extern int	model_next_event(sim_model *m, int64_t now, sim_event *ev);
-extern void event_free(sim_event *ev);
+extern void sim_event_free(sim_event *ev);
 
 /* Record line (JSONL, with the newline) of an event. */
 extern void event_record_line(const sim_model *m, const sim_event *ev, sbuf *out);

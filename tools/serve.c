@@ -1,0 +1,620 @@
+/*
+ * serve.c
+ *		`webhook-sim serve`: generate the scenario, serve the provider API and
+ *		deliver every event to the receiver with chaos.
+ *
+ * With --deliver-to, changes are applied progressively (at --rate events per
+ * second, or as fast as the loop allows) and each event is dropped,
+ * delayed (reorder) and/or duplicated by draws from a chaos PRNG that is
+ * separate from the scenario PRNG, so chaos flags never change the recorded
+ * stream.  Without --deliver-to, every change is applied before the API
+ * starts listening (the truth is the final state) and the stream is only
+ * recorded.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "api.h"
+#include "commands.h"
+#include "deliver.h"
+#include "model.h"
+
+#define CMD "serve"
+#define GEN_BATCH 500
+
+typedef struct serve_opts
+{
+	char		host[128];
+	int			port;
+	uint64_t	seed;
+	long		objects;
+	long		events;
+	const char *deliver_to;
+	const char *record;
+	double		duplicate;
+	int			reorder_ms;
+	double		drop;
+	int			concurrency;
+	double		rate;
+	double		thin_share;
+	dlv_policy	policy;
+	api_options api;
+	fault_rule	faults[8];
+	int			nfaults;
+	double		fault_429;
+	double		fault_5xx;
+	int			retry_after;
+} serve_opts;
+
+typedef struct serve_ctx
+{
+	serve_opts *opt;
+	sim_source	sources[3];
+	int			nsources;
+	sim_model	model;
+	struct event_base *base;
+	sim_api    *api;
+	dlv_engine *dlv;
+	FILE	   *record;
+	int			record_failed;
+	sim_rng		chaos;
+	long		generated;
+	long		dropped;
+	long		duplicated;
+	int			gen_done;
+	int			reported;
+	double		start;
+	struct event *gen_ev;
+	struct event *check_ev;
+} serve_ctx;
+
+static void
+serve_help(void)
+{
+	puts("Usage: webhook-sim serve --listen HOST:PORT [options]\n"
+		 "\n"
+		 "Scenario:\n"
+		 "  --seed N                 scenario seed (default 1)\n"
+		 "  --objects N              objects to create (default 100)\n"
+		 "  --events N               events to generate (default 1000)\n"
+		 "  --stripe NAME:SECRET     Stripe-kind source: subscriptions, payments, refunds, disputes\n"
+		 "  --shopify NAME:SECRET    Shopify-kind source: orders\n"
+		 "  --standard NAME:SECRET   Standard Webhooks source: takes the subscription events\n"
+		 "  --thin-share P           share of Stripe subscription events sent as thin events (default 0)\n"
+		 "  --record FILE            write the event stream as JSONL (same seed => same bytes)\n"
+		 "\n"
+		 "Delivery (only with --deliver-to):\n"
+		 "  --deliver-to URL         POST each event to URL/hooks/<source name>\n"
+		 "  --rate PER_SEC           events generated per second (default 0: as fast as possible)\n"
+		 "  --duplicate P            probability an event is delivered twice (default 0)\n"
+		 "  --reorder-ms MAX         random delay of each delivery in [0, MAX] ms (default 0)\n"
+		 "  --drop P                 probability an event is never delivered (default 0)\n"
+		 "  --concurrency N          parallel connections (default 4)\n"
+		 "  --retry-base-ms MS       first retry delay of a non-2xx answer, doubling (default 1000)\n"
+		 "  --retry-max-ms MS        cap of the retry delay (default 60000)\n"
+		 "  --max-attempts N         attempts per delivery before giving up (default 8)\n"
+		 "  --timeout SECS           per attempt (default 10)\n"
+		 "\n"
+		 "API:\n"
+		 "  --listen HOST:PORT       address of the read API (port 0 picks a free one)\n"
+		 "  --api-token T            require Authorization: Bearer T / X-Shopify-Access-Token: T\n"
+		 "  --no-effect-lookup       GET /v1/idempotency/{key} always answers 404\n"
+		 "  --fault-429 SHARE        answer 429 to SHARE of API calls\n"
+		 "  --retry-after SECS       Retry-After of injected 429s (default 1)\n"
+		 "  --fault-5xx SHARE        answer 500 or 503 to SHARE of API calls\n"
+		 "  --slow SHARE:MS          delay SHARE of API calls by MS\n"
+		 "  --fault-drop-after-accept SHARE\n"
+		 "                           perform SHARE of refunds, then close without answering\n"
+		 "\n"
+		 "Prints 'listening on HOST:PORT' when ready; SIGTERM exits 0.");
+}
+
+static int
+parse_listen(const char *arg, serve_opts *o)
+{
+	const char *colon = strrchr(arg, ':');
+	int64_t		port;
+
+	if (colon == NULL || colon == arg || (size_t) (colon - arg) >= sizeof(o->host) ||
+		parse_int64(colon + 1, 0, 65535, &port) != 0)
+		return -1;
+	memcpy(o->host, arg, (size_t) (colon - arg));
+	o->host[colon - arg] = '\0';
+	o->port = (int) port;
+	return 0;
+}
+
+static void
+render_status(void *arg, sbuf *out)
+{
+	serve_ctx  *c = arg;
+	const dlv_stats *s = c->dlv ? dlv_get_stats(c->dlv) : NULL;
+	int			done = c->gen_done && (c->dlv == NULL || dlv_idle(c->dlv));
+
+	sb_printf(out, "{\"generated\":%ld,\"delivered\":%ld,\"acked\":%ld,\"dropped\":%ld,"
+			  "\"duplicated\":%ld,\"attempts\":%ld,\"failed\":%ld,\"done\":%s}",
+			  c->generated, s ? s->first_sent : 0, s ? s->acked : 0, c->dropped,
+			  c->duplicated, s ? s->attempts : 0, s ? s->failed : 0,
+			  done ? "true" : "false");
+}
+
+/* Print the status line once, when generation and delivery are finished. */
+static void
+maybe_report_done(serve_ctx *c)
+{
+	sbuf		b;
+
+	if (c->reported || !c->gen_done || (c->dlv && !dlv_idle(c->dlv)))
+		return;
+	c->reported = 1;
+	sb_init(&b);
+	render_status(c, &b);
+	printf("status %s\n", b.data);
+	sb_free(&b);
+}
+
+/* Record and deliver one generated event. */
+static void
+emit(serve_ctx *c, sim_event *ev)
+{
+	c->generated++;
+	if (c->record && !c->record_failed)
+	{
+		sbuf		line;
+
+		sb_init(&line);
+		event_record_line(&c->model, ev, &line);
+		if (fwrite(line.data, 1, line.len, c->record) != line.len)
+			c->record_failed = 1;
+		sb_free(&line);
+	}
+	if (c->dlv)
+	{
+		const sim_source *src = &c->sources[ev->source];
+		double		d = rng_double(&c->chaos),
+					u = rng_double(&c->chaos);
+		int			delay1 = (int) rng_below(&c->chaos, (uint64_t) c->opt->reorder_ms + 1),
+					delay2 = (int) rng_below(&c->chaos, (uint64_t) c->opt->reorder_ms + 1);
+
+		if (d < c->opt->drop)
+			c->dropped++;
+		else
+		{
+			dlv_submit(c->dlv, src, ev->seq, &ev->headers, ev->body, ev->body_len, delay1);
+			if (u < c->opt->duplicate)
+			{
+				c->duplicated++;
+				dlv_submit(c->dlv, src, ev->seq, &ev->headers, ev->body, ev->body_len, delay2);
+			}
+		}
+	}
+}
+
+static void
+finish_generation(serve_ctx *c)
+{
+	c->gen_done = 1;
+	if (c->record)
+	{
+		if (fclose(c->record) != 0)
+			c->record_failed = 1;
+		c->record = NULL;
+		if (c->record_failed)
+			fprintf(stderr, "webhook-sim serve: could not write the record file\n");
+	}
+}
+
+/*
+ * Generation tick: with a rate, catch up with the schedule (rate * elapsed);
+ * without, generate a batch and yield to the loop so the API stays
+ * responsive.
+ */
+static void
+gen_cb(evutil_socket_t fd, short what, void *arg)
+{
+	serve_ctx  *c = arg;
+	long		budget = GEN_BATCH;
+	struct timeval tv = {0, 0};
+	sim_event	ev;
+
+	(void) fd;
+	(void) what;
+	if (c->opt->rate > 0)
+	{
+		long		due = (long) ((now_monotonic() - c->start) * c->opt->rate) + 1;
+
+		budget = due - c->generated;
+		if (budget > GEN_BATCH)
+			budget = GEN_BATCH;
+		tv.tv_usec = 10000;
+	}
+	while (budget-- > 0)
+	{
+		if (!model_next_event(&c->model, now_epoch(), &ev))
+		{
+			finish_generation(c);
+			break;
+		}
+		emit(c, &ev);
+		sim_event_free(&ev);
+	}
+	if (c->record)
+		fflush(c->record);
+	if (!c->gen_done)
+		evtimer_add(c->gen_ev, &tv);
+}
+
+/* Periodic check for the end of delivery (prints the status line). */
+static void
+check_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void) fd;
+	(void) what;
+	maybe_report_done(arg);
+}
+
+static void
+signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	serve_ctx  *c = arg;
+
+	(void) sig;
+	(void) what;
+	event_base_loopexit(c->base, NULL);
+}
+
+/* Parse argv into o and the sources; returns 0, or an exit code. */
+static int
+parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
+{
+	static const struct option longopts[] = {
+		{"listen", required_argument, NULL, 'l'},
+		{"seed", required_argument, NULL, 's'},
+		{"objects", required_argument, NULL, 'o'},
+		{"events", required_argument, NULL, 'e'},
+		{"stripe", required_argument, NULL, 1},
+		{"shopify", required_argument, NULL, 2},
+		{"standard", required_argument, NULL, 3},
+		{"deliver-to", required_argument, NULL, 4},
+		{"record", required_argument, NULL, 5},
+		{"duplicate", required_argument, NULL, 6},
+		{"reorder-ms", required_argument, NULL, 7},
+		{"drop", required_argument, NULL, 8},
+		{"concurrency", required_argument, NULL, 9},
+		{"rate", required_argument, NULL, 10},
+		{"thin-share", required_argument, NULL, 11},
+		{"retry-base-ms", required_argument, NULL, 12},
+		{"retry-max-ms", required_argument, NULL, 13},
+		{"max-attempts", required_argument, NULL, 14},
+		{"timeout", required_argument, NULL, 15},
+		{"api-token", required_argument, NULL, 16},
+		{"no-effect-lookup", no_argument, NULL, 17},
+		{"fault-429", required_argument, NULL, 18},
+		{"retry-after", required_argument, NULL, 19},
+		{"fault-5xx", required_argument, NULL, 20},
+		{"slow", required_argument, NULL, 21},
+		{"fault-drop-after-accept", required_argument, NULL, 22},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0}
+	};
+	int			ch,
+				have_listen = 0;
+	int64_t		v;
+	char		err[200];
+	int			li;
+
+	memset(o, 0, sizeof(*o));
+	o->seed = 1;
+	o->objects = 100;
+	o->events = 1000;
+	o->concurrency = 4;
+	o->retry_after = 1;
+	o->policy.max_attempts = 8;
+	o->policy.retry_base_ms = 1000;
+	o->policy.retry_max_ms = 60000;
+	o->policy.timeout_s = 10;
+	opterr = 0;
+	optind = 1;
+	while ((li = -1, ch = getopt_long(argc, argv, ":h", longopts, &li)) != -1)
+	{
+		int			bad = 0;
+
+		switch (ch)
+		{
+			case 'h':
+				serve_help();
+				return -1;
+			case 'l':
+				bad = parse_listen(optarg, o) != 0;
+				have_listen = 1;
+				break;
+			case 's':
+				bad = parse_int64(optarg, 0, INT64_MAX, &v) != 0;
+				o->seed = (uint64_t) v;
+				break;
+			case 'o':
+				bad = parse_int64(optarg, 0, 10000000, &v) != 0;
+				o->objects = (long) v;
+				break;
+			case 'e':
+				bad = parse_int64(optarg, 0, 100000000, &v) != 0;
+				o->events = (long) v;
+				break;
+			case 1:
+			case 2:
+			case 3:
+				{
+					sign_kind	k = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY : SK_STANDARD;
+					int			i;
+
+					for (i = 0; i < c->nsources; i++)
+						if (c->sources[i].kind == k)
+							return usage_error(CMD, "--%s given twice", sign_kind_name(k));
+					if (source_parse(k, optarg, &c->sources[c->nsources], err, sizeof(err)) != 0)
+						return usage_error(CMD, "%s", err);
+					for (i = 0; i < c->nsources; i++)
+						if (strcmp(c->sources[i].name, c->sources[c->nsources].name) == 0)
+						{
+							source_free(&c->sources[c->nsources]);
+							return usage_error(CMD, "two sources named \"%s\"", c->sources[i].name);
+						}
+					c->nsources++;
+					break;
+				}
+			case 4:
+				o->deliver_to = optarg;
+				break;
+			case 5:
+				o->record = optarg;
+				break;
+			case 6:
+				bad = parse_share(optarg, &o->duplicate) != 0;
+				break;
+			case 7:
+				bad = parse_int64(optarg, 0, 3600000, &v) != 0;
+				o->reorder_ms = (int) v;
+				break;
+			case 8:
+				bad = parse_share(optarg, &o->drop) != 0;
+				break;
+			case 9:
+				bad = parse_int64(optarg, 1, 1024, &v) != 0;
+				o->concurrency = (int) v;
+				break;
+			case 10:
+				{
+					char	   *end;
+
+					o->rate = strtod(optarg, &end);
+					bad = *optarg == '\0' || *end != '\0' || !(o->rate >= 0 && o->rate <= 1e7);
+					break;
+				}
+			case 11:
+				bad = parse_share(optarg, &o->thin_share) != 0;
+				break;
+			case 12:
+				bad = parse_int64(optarg, 1, 86400000, &v) != 0;
+				o->policy.retry_base_ms = (int) v;
+				break;
+			case 13:
+				bad = parse_int64(optarg, 1, 86400000, &v) != 0;
+				o->policy.retry_max_ms = (int) v;
+				break;
+			case 14:
+				bad = parse_int64(optarg, 1, 1000, &v) != 0;
+				o->policy.max_attempts = (int) v;
+				break;
+			case 15:
+				bad = parse_int64(optarg, 1, 3600, &v) != 0;
+				o->policy.timeout_s = (int) v;
+				break;
+			case 16:
+				o->api.api_token = optarg;
+				break;
+			case 17:
+				o->api.no_effect_lookup = 1;
+				break;
+			case 18:
+				bad = parse_share(optarg, &o->fault_429) != 0;
+				break;
+			case 19:
+				bad = parse_int64(optarg, 0, 86400, &v) != 0;
+				o->retry_after = (int) v;
+				break;
+			case 20:
+				bad = parse_share(optarg, &o->fault_5xx) != 0;
+				break;
+			case 21:
+				{
+					char	   *colon = strchr(optarg, ':');
+					fault_rule *f = &o->faults[o->nfaults];
+
+					if (colon == NULL || o->nfaults >= 6)
+					{
+						bad = 1;
+						break;
+					}
+					*colon = '\0';
+					memset(f, 0, sizeof(*f));
+					f->mode = FAULT_SLOW;
+					f->count = -1;
+					bad = parse_share(optarg, &f->share) != 0 ||
+						parse_int64(colon + 1, 0, 600000, &v) != 0;
+					*colon = ':';
+					f->ms = (int) v;
+					o->nfaults++;
+					break;
+				}
+			case 22:
+				{
+					fault_rule *f = &o->faults[o->nfaults];
+
+					if (o->nfaults >= 6)
+					{
+						bad = 1;
+						break;
+					}
+					memset(f, 0, sizeof(*f));
+					f->mode = FAULT_DROP;
+					f->count = -1;
+					bad = parse_share(optarg, &f->share) != 0;
+					o->nfaults++;
+					break;
+				}
+			default:
+				return option_error(CMD, argc, argv, ch);
+		}
+		if (bad)
+			return usage_error(CMD, "invalid value \"%s\" for --%s", optarg,
+							   li >= 0 ? longopts[li].name : "?");
+	}
+	if (optind < argc)
+		return usage_error(CMD, "unexpected argument \"%s\"", argv[optind]);
+	if (!have_listen)
+		return usage_error(CMD, "--listen HOST:PORT is required");
+	if (c->nsources == 0)
+		return usage_error(CMD, "at least one of --stripe, --shopify or --standard is required");
+	if (o->policy.retry_max_ms < o->policy.retry_base_ms)
+		o->policy.retry_max_ms = o->policy.retry_base_ms;
+	o->api.seed = o->seed;
+	/* status faults first, so a slow rule never hides them */
+	if (o->fault_429 > 0)
+	{
+		fault_rule *f = &o->faults[o->nfaults++];
+
+		memset(f, 0, sizeof(*f));
+		f->status = 429;
+		f->share = o->fault_429;
+		f->retry_after = o->retry_after;
+		f->count = -1;
+	}
+	if (o->fault_5xx > 0)
+	{
+		fault_rule *f = &o->faults[o->nfaults++];
+
+		memset(f, 0, sizeof(*f));
+		f->status = 0;
+		f->share = o->fault_5xx;
+		f->retry_after = o->retry_after;
+		f->count = -1;
+	}
+	return 0;
+}
+
+int
+cmd_serve(int argc, char **argv)
+{
+	serve_opts	opt;
+	serve_ctx	c;
+	char		err[256];
+	int			rc = 1,
+				i;
+	struct event *sigterm = NULL,
+			   *sigint = NULL;
+	struct timeval zero = {0, 0},
+				tick = {0, 100000};
+
+	memset(&c, 0, sizeof(c));
+	c.opt = &opt;
+	rc = parse_args(argc, argv, &opt, &c);
+	if (rc != 0)
+	{
+		rc = rc < 0 ? 0 : rc;
+		goto err;
+	}
+	rc = 1;
+	model_init(&c.model, opt.seed, opt.objects, opt.events, opt.thin_share,
+			   c.sources, c.nsources);
+	rng_seed(&c.chaos, opt.seed ^ 0xc4a05c4a05ULL);
+	if (opt.record)
+	{
+		c.record = fopen(opt.record, "w");
+		if (c.record == NULL)
+		{
+			fprintf(stderr, "webhook-sim serve: cannot open record file \"%s\"\n", opt.record);
+			goto err;
+		}
+	}
+	c.base = event_base_new();
+	if (c.base == NULL)
+	{
+		fprintf(stderr, "webhook-sim serve: cannot create event base\n");
+		goto err;
+	}
+
+	if (opt.deliver_to)
+	{
+		c.dlv = dlv_new(c.base, opt.deliver_to, opt.concurrency, &opt.policy, err, sizeof(err));
+		if (c.dlv == NULL)
+		{
+			rc = usage_error(CMD, "--deliver-to: %s", err);
+			goto err;
+		}
+	}
+	else
+	{
+		/* no receiver: the truth is the final state of the whole scenario */
+		sim_event	ev;
+
+		while (model_next_event(&c.model, now_epoch(), &ev))
+		{
+			emit(&c, &ev);
+			sim_event_free(&ev);
+		}
+		finish_generation(&c);
+	}
+
+	c.api = api_start(c.base, &c.model, opt.host, opt.port, &opt.api,
+					  render_status, &c, err, sizeof(err));
+	if (c.api == NULL)
+	{
+		fprintf(stderr, "webhook-sim serve: %s\n", err);
+		goto err;
+	}
+	for (i = 0; i < opt.nfaults; i++)
+		api_add_fault(c.api, &opt.faults[i]);
+
+	sigterm = evsignal_new(c.base, SIGTERM, signal_cb, &c);
+	sigint = evsignal_new(c.base, SIGINT, signal_cb, &c);
+	event_add(sigterm, NULL);
+	event_add(sigint, NULL);
+	c.check_ev = event_new(c.base, -1, EV_PERSIST, check_cb, &c);
+	event_add(c.check_ev, &tick);
+
+	printf("listening on %s:%d\n", opt.host, api_port(c.api));
+	fflush(stdout);
+
+	c.start = now_monotonic();
+	if (!c.gen_done)
+	{
+		c.gen_ev = evtimer_new(c.base, gen_cb, &c);
+		evtimer_add(c.gen_ev, &zero);
+	}
+	event_base_dispatch(c.base);
+	rc = c.record_failed ? 1 : 0;
+
+err:
+	if (c.record)
+		fclose(c.record);
+	if (sigterm)
+		event_free(sigterm);
+	if (sigint)
+		event_free(sigint);
+	if (c.gen_ev)
+		event_free(c.gen_ev);
+	if (c.check_ev)
+		event_free(c.check_ev);
+	api_stop(c.api);
+	dlv_free(c.dlv);
+	if (c.base)
+		event_base_free(c.base);
+	model_free(&c.model);
+	for (i = 0; i < c.nsources; i++)
+		source_free(&c.sources[i]);
+	return rc;
+}
