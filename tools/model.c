@@ -5,8 +5,9 @@
  * Lifecycles:
  *   subscription  trialing -> active | past_due | canceled, active -> past_due
  *                 | canceled, past_due -> active | unpaid | canceled, unpaid ->
- *                 active | canceled; deletion (status canceled) at any time;
- *                 quantity changes without a status change.  No version.
+ *                 active | canceled (final); deletion (status canceled, then
+ *                 404) from any live status; quantity changes without a
+ *                 status change.  No version.
  *   payment       pending -> authorised | failed, authorised -> captured |
  *                 failed, captured -> settled | refunded, settled -> refunded;
  *                 captured/settled/refunded payments also get refund and
@@ -467,6 +468,8 @@ changeable(const sim_object *o)
 		return o->status == PAY_PENDING || o->status == PAY_AUTHORISED ||
 			o->status == PAY_CAPTURED || o->status == PAY_SETTLED ||
 			(o->status == PAY_REFUNDED && o->n_occ < MAX_OCC_PER_PAYMENT);
+	if (o->type == OT_SUB)
+		return o->status != SUB_CANCELED;
 	return 1;
 }
 
@@ -503,33 +506,44 @@ create_object(sim_model *m, sim_object *o, sim_event *ev)
 	}
 }
 
+/*
+ * One subscription change: rarely a deletion (Stripe's
+ * customer.subscription.deleted, status canceled, then 404), often a
+ * quantity change without a status change, else a weighted status move;
+ * canceled is final.
+ */
 static void
 step_subscription(sim_model *m, sim_object *o, sim_event *ev)
 {
-	static const int next[][3] = {
-		[SUB_TRIALING] = {SUB_ACTIVE, SUB_PAST_DUE, SUB_CANCELED},
-		[SUB_ACTIVE] = {SUB_PAST_DUE, SUB_CANCELED, SUB_PAST_DUE},
-		[SUB_PAST_DUE] = {SUB_ACTIVE, SUB_UNPAID, SUB_CANCELED},
-		[SUB_UNPAID] = {SUB_ACTIVE, SUB_CANCELED, SUB_ACTIVE},
-	};
-	double		r = rng_double(&m->rng);
+	double		r = rng_double(&m->rng),
+				w = rng_double(&m->rng);
 
-	if (o->status == SUB_CANCELED || r < 0.06)
+	if (r < 0.03)
 	{
 		o->status = SUB_CANCELED;
 		o->deleted = 1;
 		subscription_event(m, ev, o, "deleted");
+		return;
 	}
-	else if (r < 0.30)
-	{
+	if (r < 0.38)
 		o->quantity = 1 + (o->quantity + (int) rng_below(&m->rng, 4)) % 5;
-		subscription_event(m, ev, o, "updated");
-	}
 	else
-	{
-		o->status = next[o->status][rng_below(&m->rng, 3)];
-		subscription_event(m, ev, o, "updated");
-	}
+		switch (o->status)
+		{
+			case SUB_TRIALING:
+				o->status = w < 0.8 ? SUB_ACTIVE : w < 0.9 ? SUB_PAST_DUE : SUB_CANCELED;
+				break;
+			case SUB_ACTIVE:
+				o->status = w < 0.85 ? SUB_PAST_DUE : SUB_CANCELED;
+				break;
+			case SUB_PAST_DUE:
+				o->status = w < 0.6 ? SUB_ACTIVE : w < 0.9 ? SUB_UNPAID : SUB_CANCELED;
+				break;
+			default:
+				o->status = w < 0.6 ? SUB_ACTIVE : SUB_CANCELED;
+				break;
+		}
+	subscription_event(m, ev, o, "updated");
 }
 
 static void
@@ -581,7 +595,7 @@ step_order(sim_model *m, sim_object *o, sim_event *ev)
 	double		r = rng_double(&m->rng);
 
 	o->updated_at = m->clock > o->updated_at ? m->clock : o->updated_at + 1;
-	if (r < 0.04)
+	if (r < 0.015)
 	{
 		o->deleted = 1;
 		order_event(m, ev, o, "orders/delete");

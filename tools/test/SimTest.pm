@@ -1,0 +1,145 @@
+#
+# tools/test/SimTest.pm
+#	Helpers shared by webhook-sim's TAP tests (regress/t/2NN_*.pl): start and
+#	stop the simulator and the Perl sink, read what the sink received, small
+#	HTTP and polling helpers.  Independent of the simulator's C code: the
+#	signature checks in the tests use Digest::SHA on what the sink recorded.
+#
+package SimTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use File::Temp ();
+use HTTP::Tiny;
+use IPC::Run ();
+use JSON::PP;
+use MIME::Base64;
+use Time::HiRes ();
+
+our @EXPORT = qw(sim_bin tmpdir start_sim stop_proc start_sink sink_requests
+  http_json poll_until run_sim slurp);
+
+my $json = JSON::PP->new->canonical;
+
+sub sim_bin { return 'tools/webhook-sim' }
+
+sub tmpdir { return File::Temp::tempdir('websimXXXX', TMPDIR => 1, CLEANUP => 1) }
+
+sub slurp
+{
+	my ($file) = @_;
+	open(my $fh, '<', $file) or return '';
+	local $/;
+	my $s = <$fh>;
+	return $s // '';
+}
+
+# poll_until(sub { ... }, $seconds): true once the sub returns true, false
+# if the deadline passes first.
+sub poll_until
+{
+	my ($cond, $secs) = @_;
+	my $deadline = Time::HiRes::time() + ($secs // 60);
+	while (Time::HiRes::time() < $deadline)
+	{
+		my $v = $cond->();
+		return $v if $v;
+		Time::HiRes::sleep(0.05);
+	}
+	return $cond->();
+}
+
+# Start a process whose stdout goes to a file, and wait for the line
+# "listening on [HOST:]PORT".  Returns { h, port, out, err }.
+sub _start_listening
+{
+	my ($cmd, $what) = @_;
+	my $dir = tmpdir();
+	my ($out, $err) = ("$dir/stdout", "$dir/stderr");
+	my $h = IPC::Run::start($cmd, '<', \undef, '>', $out, '2>', $err);
+	my $port;
+	poll_until(sub {
+		($port) = slurp($out) =~ /listening on (?:[\d.]+:)?(\d+)/;
+		return defined $port || !$h->pumpable;
+	}, 30);
+	die "$what did not start: " . slurp($err) unless defined $port;
+	return { h => $h, port => $port, out => $out, err => $err };
+}
+
+# start_sim(@serve_args): webhook-sim serve on a free loopback port.
+sub start_sim
+{
+	my (@args) = @_;
+	my $p = _start_listening([ sim_bin(), 'serve', '--listen', '127.0.0.1:0', @args ], 'webhook-sim');
+	$p->{url} = "http://127.0.0.1:$p->{port}";
+	return $p;
+}
+
+# SIGTERM, then the exit code (undef if it had to be killed).
+sub stop_proc
+{
+	my ($p) = @_;
+	return undef unless $p && $p->{h};
+	$p->{h}->signal('TERM');
+	my $ok = eval { $p->{h}->finish; 1 };
+	my $st = $ok ? ($p->{h}->full_results)[0] : undef;
+	my $rc = (defined $st && !($st & 127)) ? $st >> 8 : undef;
+	if (!$ok)
+	{
+		eval { $p->{h}->kill_kill };
+	}
+	delete $p->{h};
+	return $rc;
+}
+
+# start_sink(%opts): tools/test/sink.pl; opts fail_first, fail_status.
+sub start_sink
+{
+	my (%opt) = @_;
+	my $dir = tmpdir();
+	my $file = "$dir/requests.jsonl";
+	my @cmd = ($^X, 'tools/test/sink.pl', '--out', $file);
+	push @cmd, '--fail-first', $opt{fail_first} if $opt{fail_first};
+	push @cmd, '--fail-status', $opt{fail_status} if $opt{fail_status};
+	my $p = _start_listening(\@cmd, 'sink');
+	$p->{file} = $file;
+	$p->{url} = "http://127.0.0.1:$p->{port}";
+	return $p;
+}
+
+# Requests the sink received so far, each with its decoded body.
+sub sink_requests
+{
+	my ($sink) = @_;
+	my @r;
+	for my $line (split /\n/, slurp($sink->{file}))
+	{
+		my $req = eval { $json->decode($line) } or next;
+		$req->{body} = decode_base64($req->{body_b64});
+		push @r, $req;
+	}
+	return @r;
+}
+
+# http_json(METHOD, URL, { headers => {...}, content => '...' }):
+# returns (status, decoded JSON or undef, response).
+sub http_json
+{
+	my ($method, $url, $opt) = @_;
+	my $res = HTTP::Tiny->new(timeout => 30, keep_alive => 0)->request($method, $url, $opt // {});
+	my $doc = eval { $json->decode($res->{content}) };
+	return ($res->{status}, $doc, $res);
+}
+
+# run_sim(@args): run webhook-sim to completion; (exit code, stdout, stderr).
+sub run_sim
+{
+	my (@args) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ sim_bin(), @args ], '<', \undef, '>', \$out, '2>', \$err,
+		IPC::Run::timeout(120));
+	return ($? >> 8, $out, $err);
+}
+
+1;
