@@ -63,18 +63,23 @@ prepare_claim_plans(void)
 	if (candidates_plan != NULL)
 		return;
 	{
-		Oid			t[1] = {INT4OID};
+		Oid			t[2] = {INT4OID, INT8OID};
 
-		/* due events of objects that have no live claim, oldest first */
+		/*
+		 * Due events of objects that have no live claim, oldest first, read
+		 * page by page (keyset on id) because one object may have many.  No
+		 * row locks here: the advisory lock and the lease decide, and the
+		 * marking step skips rows locked by others.
+		 */
 		candidates_plan = keep(
-			"SELECT i.source_id, s.name, i.object_type, i.object_id "
+			"SELECT i.source_id, s.name, i.object_type, i.object_id, i.id "
 			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id "
 			"WHERE i.status IN ('pending', 'retry', 'processing') "
 			"AND (i.status = 'processing' OR i.next_attempt_at <= now()) "
 			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l "
 			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type "
 			"  AND l.object_id = i.object_id AND l.expires_at > now()) "
-			"ORDER BY i.id LIMIT $1 FOR UPDATE OF i SKIP LOCKED", 1, t);
+			"AND i.id > $2 ORDER BY i.id LIMIT $1", 2, t);
 	}
 	{
 		Oid			t[3] = {INT4OID, TEXTOID, TEXTOID};
@@ -186,34 +191,56 @@ wi_claim(PG_FUNCTION_ARGS)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
 
-	/* candidates: a few events per object is typical, so read several per object */
+	/*
+	 * Candidates: distinct objects in order of their oldest due event.  Read
+	 * pages until there are twice as many objects as asked for (some will be
+	 * taken by concurrent claimers) or the due events run out.
+	 */
 	{
-		Datum		a[1] = {Int32GetDatum(Min(max_objects * 4, 40000))};
+		int			page = Max(max_objects * 4, 100);
+		int			want = max_objects * 2;
+		int			cap = 8;
+		int64		after = 0;
+		int			scanned = 0;
 
-		rc = SPI_execute_plan(candidates_plan, a, NULL, false, 0);
-		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "webhook_inbox: reading claim candidates failed: %s",
-				 SPI_result_code_string(rc));
-	}
-	cands = palloc(sizeof(Candidate) * (SPI_processed + 1));
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Candidate	c;
-		bool		seen = false;
+		cands = palloc(sizeof(Candidate) * (want + 1));
+		while (ncands < want && scanned < page * cap)
+		{
+			Datum		a[2] = {Int32GetDatum(page), Int64GetDatum(after)};
+			uint64		got;
 
-		c.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		c.source = SPI_getvalue(tup, desc, 2);
-		c.object_type = SPI_getvalue(tup, desc, 3);
-		c.object_id = SPI_getvalue(tup, desc, 4);
-		for (int k = 0; k < ncands && !seen; k++)
-			seen = cands[k].source_id == c.source_id &&
-				strcmp(cands[k].object_type, c.object_type) == 0 &&
-				strcmp(cands[k].object_id, c.object_id) == 0;
-		if (!seen)
-			cands[ncands++] = c;
+			rc = SPI_execute_plan(candidates_plan, a, NULL, true, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "webhook_inbox: reading claim candidates failed: %s",
+					 SPI_result_code_string(rc));
+			got = SPI_processed;
+			scanned += got;
+			for (uint64 r = 0; r < got && ncands < want; r++)
+			{
+				HeapTuple	tup = SPI_tuptable->vals[r];
+				TupleDesc	desc = SPI_tuptable->tupdesc;
+				bool		isnull;
+				Candidate	c;
+				bool		seen = false;
+
+				c.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+				c.object_type = SPI_getvalue(tup, desc, 3);
+				c.object_id = SPI_getvalue(tup, desc, 4);
+				after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+				for (int k = 0; k < ncands && !seen; k++)
+					seen = cands[k].source_id == c.source_id &&
+						strcmp(cands[k].object_type, c.object_type) == 0 &&
+						strcmp(cands[k].object_id, c.object_id) == 0;
+				if (!seen)
+				{
+					c.source = SPI_getvalue(tup, desc, 2);
+					cands[ncands++] = c;
+				}
+			}
+			SPI_freetuptable(SPI_tuptable);
+			if (got < (uint64) page)
+				break;
+		}
 	}
 
 	for (int k = 0; k < ncands && claimed < max_objects; k++)

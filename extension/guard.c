@@ -89,7 +89,7 @@ prepare_guard_plans(void)
 		INT8OID, INT8OID};
 
 		update_plan = keep(
-			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = $5, "
+			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = coalesce($5, version), "
 			"state = coalesce($6, state), deleted = $7, "
 			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
 			"updated_at = now() "

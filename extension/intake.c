@@ -648,8 +648,8 @@ wi_intake(PG_FUNCTION_ARGS)
 		args[12] = JsonbPGetDatum(ex.payload);
 	else
 		nulls[12] = 'n';
-	/* the raw bytes are kept when they could not be read as JSON */
-	if (ex.payload == NULL)
+	/* the exact bytes are kept for every delivery set aside for a person */
+	if (ex.payload == NULL || strcmp(status, "quarantined") == 0)
 		args[13] = PointerGetDatum(body);
 	else
 		nulls[13] = 'n';

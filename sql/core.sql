@@ -872,6 +872,48 @@ $$;
 COMMENT ON FUNCTION @extschema@.requeue(bigint[], text) IS
 	'Controlled replay of done, ignored, retrying or quarantined events, audited in requeues.';
 
+CREATE FUNCTION @extschema@.reclassify(event_ids bigint[]) RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e record;
+	c record;
+	n integer := 0;
+BEGIN
+	IF event_ids IS NULL OR cardinality(event_ids) = 0 THEN
+		RAISE EXCEPTION 'reclassify needs at least one event id' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	FOR e IN SELECT i.*, s.kind FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
+			  WHERE i.id = ANY (event_ids) ORDER BY i.id FOR UPDATE OF i LOOP
+		IF e.status NOT IN ('ignored', 'quarantined') THEN
+			RAISE EXCEPTION 'event % is % and cannot be reclassified', e.id, e.status
+				USING ERRCODE = 'object_not_in_prerequisite_state',
+					  HINT = 'Only ignored and quarantined events are reclassified; use requeue() for done ones.';
+		END IF;
+		IF e.payload IS NULL OR e.event_type IS NULL THEN
+			RAISE EXCEPTION 'event % has no readable payload', e.id
+				USING ERRCODE = 'object_not_in_prerequisite_state';
+		END IF;
+		c := webhook_inbox._classify(e.source_id, e.kind, e.event_type, e.payload);
+		IF c.route_id IS NULL OR c.strategy = 'ignore' OR c.object_id IS NULL OR c.object_type IS NULL THEN
+			CONTINUE;
+		END IF;
+		INSERT INTO webhook_inbox.requeues (event_id, previous_status, previous_reason, previous_route,
+											previous_route_version, note)
+		VALUES (e.id, e.status, e.reason, e.route_id, e.route_version, 'reclassify');
+		UPDATE webhook_inbox.inbox
+		   SET status = 'pending', reason = NULL, attempts = 0, next_attempt_at = now(), claim_token = NULL,
+			   route_id = c.route_id, route_version = c.route_version, strategy = c.strategy,
+			   object_type = c.object_type, object_id = c.object_id, provider_version = c.version,
+			   provider_time = c.provider_time, status_value = c.status_value, updated_at = now()
+		 WHERE id = e.id;
+		n := n + 1;
+	END LOOP;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.reclassify(bigint[]) IS
+	'Runs ignored or quarantined events through the routes again (after a route was added or fixed); those that now have a route become pending. Audited in requeues. Returns how many.';
+
 CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
 	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint)
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
