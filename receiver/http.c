@@ -1,0 +1,629 @@
+/*
+ * http.c
+ *		The receiver's HTTP server (libevent evhttp, optionally over TLS):
+ *		routing, limits, verification of each delivery, and the replies.
+ *
+ * Routes:
+ *	POST /hooks/{source}	verify, hand to batch.c, answer after COMMIT
+ *	GET  /healthz			the process is alive
+ *	GET  /readyz			database ready and sources loaded
+ *	GET  /metrics			Prometheus text format
+ *
+ * Limits are enforced before a request reaches us where libevent can (body
+ * and head size: a body announced or grown over the limit is answered 413
+ * without being read), and here for what it cannot: the number of open
+ * connections (the listener pauses at the limit) and a deadline for a
+ * client to deliver a whole request (libevent's own timeout restarts on
+ * every byte, so a client trickling its headers would never hit it).
+ *
+ * Every connection gets a small context, created when its bufferevent is
+ * made and freed from the connection's close callback.
+ */
+#include "http.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+
+#include "encode.h"
+#include "log.h"
+#include "metrics.h"
+#include "sources.h"
+#include "verify.h"
+
+#define CONN_BUCKETS 1024
+
+/* Per-connection state. */
+typedef struct conn
+{
+	struct conn *next;			/* all connections */
+	struct conn *prev;
+	struct conn *hnext;			/* hash chain by evcon */
+	struct bufferevent *bev;
+	struct evhttp_connection *evcon;	/* NULL until attached */
+	struct event *timer;		/* attach, then the request deadline */
+	int			busy;			/* one of its requests is with us */
+} conn;
+
+static struct
+{
+	struct event_base *base;
+	const rcv_config *cfg;
+	SSL_CTX    *tls;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound;
+	conn	   *conns;
+	conn	   *hash[CONN_BUCKETS];
+	int			nconns;
+	int			paused;			/* listener disabled at max-connections */
+	int			stopping;
+	void		(*closed) (void);
+} h;
+
+/* ---------------------------------------------------------------------
+ * Connection tracking
+ * --------------------------------------------------------------------- */
+
+static unsigned int
+bucket(const struct evhttp_connection *evcon)
+{
+	return (unsigned int) (((uintptr_t) evcon >> 4) % CONN_BUCKETS);
+}
+
+static conn *
+conn_find(const struct evhttp_connection *evcon)
+{
+	for (conn *c = h.hash[bucket(evcon)]; c; c = c->hnext)
+		if (c->evcon == evcon)
+			return c;
+	return NULL;
+}
+
+static void
+arm_deadline(conn *c)
+{
+	struct timeval tv = {h.cfg->read_timeout_ms / 1000,
+	(h.cfg->read_timeout_ms % 1000) * 1000};
+
+	evtimer_add(c->timer, &tv);
+}
+
+static void
+set_listener(int enabled)
+{
+	struct evconnlistener *l;
+
+	if (h.bound == NULL || h.paused == !enabled)
+		return;
+	l = evhttp_bound_socket_get_listener(h.bound);
+	if (enabled)
+		evconnlistener_enable(l);
+	else
+		evconnlistener_disable(l);
+	h.paused = !enabled;
+}
+
+/* Tell the shutdown sequence, once, that no connection is left. */
+static void
+notify_closed(void)
+{
+	void		(*cb) (void) = h.closed;
+
+	h.closed = NULL;
+	if (cb)
+		cb();
+}
+
+/* The connection is going away (any reason): forget it. */
+static void
+conn_closed(struct evhttp_connection *evcon, void *arg)
+{
+	conn	   *c = arg;
+	conn	  **pp;
+
+	(void) evcon;
+	event_free(c->timer);
+	for (pp = &h.hash[bucket(c->evcon)]; *pp; pp = &(*pp)->hnext)
+		if (*pp == c)
+		{
+			*pp = c->hnext;
+			break;
+		}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h.conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c);
+	h.nconns--;
+	rcv_metrics_set_connections(h.nconns);
+	if (!h.stopping && h.nconns < h.cfg->max_connections)
+		set_listener(1);
+	if (h.stopping && h.nconns == 0)
+		notify_closed();
+}
+
+/* A client took longer than read-timeout to deliver a request. */
+static void
+conn_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	conn	   *c = arg;
+
+	(void) fd;
+	(void) what;
+	if (c->busy || c->evcon == NULL)
+		return;
+	rcv_log(RCV_LOG_INFO, "closing a connection: no complete request within read-timeout");
+	evhttp_connection_free(c->evcon);	/* calls conn_closed */
+}
+
+/*
+ * conn_attach
+ *		Runs right after evhttp finished accepting (same loop iteration,
+ *		before any I/O on the connection): the evcon now exists, and is the
+ *		argument of its bufferevent's callbacks.
+ */
+static void
+conn_attach(evutil_socket_t fd, short what, void *arg)
+{
+	conn	   *c = arg;
+	void	   *cbarg = NULL;
+
+	(void) fd;
+	(void) what;
+	bufferevent_getcb(c->bev, NULL, NULL, NULL, &cbarg);
+	c->evcon = cbarg;
+	c->hnext = h.hash[bucket(c->evcon)];
+	h.hash[bucket(c->evcon)] = c;
+	evhttp_connection_set_closecb(c->evcon, conn_closed, c);
+	evtimer_assign(c->timer, h.base, conn_deadline, c);
+	arm_deadline(c);
+}
+
+/*
+ * make_bev
+ *		evhttp's hook for each accepted connection: make its bufferevent
+ *		(TLS when configured) and start tracking the connection.
+ */
+static struct bufferevent *
+make_bev(struct event_base *base, void *arg)
+{
+	conn	   *c = NULL;
+	SSL		   *ssl = NULL;
+
+	(void) arg;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL)
+		goto err;
+	c->timer = event_new(base, -1, 0, conn_attach, c);
+	if (c->timer == NULL)
+		goto err;
+	if (h.tls)
+	{
+		ssl = SSL_new(h.tls);
+		if (ssl == NULL)
+			goto err;
+		c->bev = bufferevent_openssl_socket_new(base, -1, ssl,
+												BUFFEREVENT_SSL_ACCEPTING,
+												BEV_OPT_CLOSE_ON_FREE);
+		ssl = NULL;				/* owned by the bufferevent (or freed) */
+	}
+	else
+		c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (c->bev == NULL)
+		goto err;
+	event_active(c->timer, EV_TIMEOUT, 1);
+	c->next = h.conns;
+	if (h.conns)
+		h.conns->prev = c;
+	h.conns = c;
+	h.nconns++;
+	rcv_metrics_set_connections(h.nconns);
+	if (h.nconns >= h.cfg->max_connections)
+		set_listener(0);
+	return c->bev;
+err:
+	/* evhttp then makes a plain bufferevent itself; better than nothing */
+	rcv_log(RCV_LOG_ERROR, "out of memory accepting a connection");
+	if (ssl)
+		SSL_free(ssl);
+	if (c && c->timer)
+		event_free(c->timer);
+	free(c);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------------
+ * Replies
+ * --------------------------------------------------------------------- */
+
+static const char *
+phrase(int status)
+{
+	switch (status)
+	{
+		case 200:
+			return "OK";
+		case 401:
+			return "Unauthorized";
+		case 404:
+			return "Not Found";
+		case 405:
+			return "Method Not Allowed";
+		case 413:
+			return "Payload Too Large";
+		case 503:
+			return "Service Unavailable";
+		default:
+			return "Error";
+	}
+}
+
+/*
+ * reply
+ *		Answer req with status and a short text body.  For hook routes,
+ *		source is the label for metrics ("" for an unknown source) and
+ *		logname what the log line shows; rejected requests log one line with
+ *		source, status and reason, and never a header value or the body.
+ */
+static void
+reply(struct evhttp_request *req, const char *source, const char *logname,
+	  int status, const char *text, const char *reason)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	struct evbuffer *body = evbuffer_new();
+
+	if (source)
+		rcv_metrics_request(source, status);
+	if (status >= 400 && source)
+		rcv_log(RCV_LOG_INFO, "rejected: source=%s status=%d reason=%s",
+				logname && *logname ? logname : "-", status, reason ? reason : text);
+	evhttp_add_header(out, "Content-Type", "text/plain; charset=utf-8");
+	if (status == 503)
+	{
+		char		ra[16];
+
+		snprintf(ra, sizeof(ra), "%ld", h.cfg->retry_after);
+		evhttp_add_header(out, "Retry-After", ra);
+	}
+	if (h.stopping)
+		evhttp_add_header(out, "Connection", "close");
+	if (body)
+		evbuffer_add(body, text, strlen(text));
+	evhttp_send_reply(req, status, phrase(status), body);
+	if (body)
+		evbuffer_free(body);
+}
+
+/*
+ * rcv_http_complete
+ *		batch.c's verdict on a delivery: 200 with the outcome word only after
+ *		its COMMIT succeeded, 503 otherwise.  Frees d.
+ */
+void
+rcv_http_complete(rcv_delivery *d, int committed)
+{
+	if (committed)
+		reply(d->req, d->source, d->source, 200, d->outcome, NULL);
+	else
+		reply(d->req, d->source, d->source, 503, "database unavailable",
+			  "database_unavailable");
+	free(d->source);
+	free(d->headers);
+	free(d);
+}
+
+/* ---------------------------------------------------------------------
+ * Routes
+ * --------------------------------------------------------------------- */
+
+/* Headers that authenticate someone to us, not data: never stored. */
+static int
+is_private_header(const char *name)
+{
+	return strcasecmp(name, "authorization") == 0 ||
+		strcasecmp(name, "proxy-authorization") == 0 ||
+		strcasecmp(name, "cookie") == 0;
+}
+
+static void
+handle_hook(struct evhttp_request *req, const char *name)
+{
+	const rcv_sources *sources = rcv_sources_current();
+	const rcv_source *src;
+	struct evbuffer *in;
+	struct evkeyvalq *hdrq;
+	struct evkeyval *kv;
+	rcv_header *hdrs = NULL;
+	rcv_delivery *d = NULL;
+	const unsigned char *body;
+	rcv_verify_result r;
+	char		safe[80];
+	size_t		len;
+	int			nhdrs = 0;
+	int			nstore = 0;
+
+	rcv_log_safe(name, safe, sizeof(safe));
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
+	{
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST");
+		src = rcv_sources_find(sources, name);
+		reply(req, src ? src->name : "", safe, 405, "method not allowed", "method_not_allowed");
+		return;
+	}
+	if (sources == NULL)
+	{
+		reply(req, "", safe, 503, "sources not loaded yet", "sources_not_loaded");
+		return;
+	}
+	src = rcv_sources_find(sources, name);
+	if (src == NULL)
+	{
+		reply(req, "", safe, 404, "unknown source", "unknown_source");
+		return;
+	}
+	if (src->problem)
+	{
+		reply(req, src->name, src->name, 503, "source misconfigured", "source_misconfigured");
+		return;
+	}
+
+	in = evhttp_request_get_input_buffer(req);
+	len = evbuffer_get_length(in);
+	if (len > (size_t) h.cfg->max_body)
+	{
+		reply(req, src->name, src->name, 413, "body too large", "body_too_large");
+		return;
+	}
+	body = len ? evbuffer_pullup(in, -1) : (const unsigned char *) "";
+
+	hdrq = evhttp_request_get_input_headers(req);
+	TAILQ_FOREACH(kv, hdrq, next)
+		nhdrs++;
+	hdrs = calloc((size_t) nhdrs + 1, sizeof(rcv_header));
+	if (hdrs == NULL || body == NULL)
+		goto oom;
+	nhdrs = 0;
+	TAILQ_FOREACH(kv, hdrq, next)
+	{
+		hdrs[nhdrs].name = kv->key;
+		hdrs[nhdrs].value = kv->value;
+		nhdrs++;
+	}
+
+	r = rcv_verify(&src->verifier, hdrs, nhdrs, body, len,
+				   h.cfg->test_now ? (time_t) h.cfg->test_now : time(NULL));
+	if (r != RCV_OK)
+	{
+		rcv_metrics_verify_failure(src->name, rcv_verify_reason(r));
+		reply(req, src->name, src->name, 401, rcv_verify_reason(r), NULL);
+		free(hdrs);
+		return;
+	}
+	if (h.stopping)
+	{
+		reply(req, src->name, src->name, 503, "shutting down", "shutting_down");
+		free(hdrs);
+		return;
+	}
+
+	/* what intake() stores: every header but credentials meant for us */
+	for (int i = 0; i < nhdrs; i++)
+		if (!is_private_header(hdrs[i].name))
+			hdrs[nstore++] = hdrs[i];
+	d = calloc(1, sizeof(*d));
+	if (d == NULL)
+		goto oom;
+	d->req = req;
+	d->source = strdup(src->name);
+	d->headers = rcv_encode_headers(hdrs, nstore);
+	d->body = body;
+	d->len = len;
+	free(hdrs);
+	hdrs = NULL;
+	if (d->source == NULL || d->headers == NULL)
+		goto oom;
+	if (rcv_batch_submit(d) != 0)
+	{
+		reply(req, src->name, src->name, 503, "database unavailable", "database_unavailable");
+		free(d->source);
+		free(d->headers);
+		free(d);
+	}
+	return;
+oom:
+	free(hdrs);
+	if (d)
+	{
+		free(d->source);
+		free(d->headers);
+		free(d);
+	}
+	reply(req, src->name, src->name, 503, "out of memory", "out_of_memory");
+}
+
+static int
+is_get(struct evhttp_request *req)
+{
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+
+	if (m == EVHTTP_REQ_GET || m == EVHTTP_REQ_HEAD)
+		return 1;
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "GET, HEAD");
+	reply(req, NULL, NULL, 405, "method not allowed", NULL);
+	return 0;
+}
+
+static void
+handle_metrics(struct evhttp_request *req)
+{
+	size_t		len = 0;
+	char	   *text = rcv_metrics_render(&len);
+	struct evbuffer *body = evbuffer_new();
+
+	if (text == NULL || body == NULL)
+	{
+		free(text);
+		if (body)
+			evbuffer_free(body);
+		reply(req, NULL, NULL, 503, "out of memory", NULL);
+		return;
+	}
+	evbuffer_add(body, text, len);
+	free(text);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+					  "text/plain; version=0.0.4; charset=utf-8");
+	if (h.stopping)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	evhttp_send_reply(req, 200, "OK", body);
+	evbuffer_free(body);
+}
+
+/* The response went out: the connection may take another request. */
+static void
+request_done(struct evhttp_request *req, void *arg)
+{
+	conn	   *c = arg;
+
+	(void) req;
+	c->busy = 0;
+	if (!h.stopping)
+		arm_deadline(c);
+}
+
+/* evhttp's callback for every complete request. */
+static void
+handle(struct evhttp_request *req, void *arg)
+{
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	conn	   *c = conn_find(evhttp_request_get_connection(req));
+
+	(void) arg;
+	if (c)
+	{
+		c->busy = 1;
+		evtimer_del(c->timer);
+		evhttp_request_set_on_complete_cb(req, request_done, c);
+	}
+	if (path == NULL)
+		path = "";
+	if (strncmp(path, "/hooks/", 7) == 0 && path[7] != '\0' && strchr(path + 7, '/') == NULL)
+		handle_hook(req, path + 7);
+	else if (strcmp(path, "/healthz") == 0)
+	{
+		if (is_get(req))
+			reply(req, NULL, NULL, 200, "ok", NULL);
+	}
+	else if (strcmp(path, "/readyz") == 0)
+	{
+		if (!is_get(req))
+			return;
+		if (h.stopping)
+			reply(req, NULL, NULL, 503, "shutting down", NULL);
+		else if (!rcv_batch_db_ready())
+			reply(req, NULL, NULL, 503, "database not ready", NULL);
+		else if (!rcv_batch_sources_loaded())
+			reply(req, NULL, NULL, 503, "sources not loaded", NULL);
+		else
+			reply(req, NULL, NULL, 200, "ready", NULL);
+	}
+	else if (strcmp(path, "/metrics") == 0)
+	{
+		if (is_get(req))
+			handle_metrics(req);
+	}
+	else
+		reply(req, "", "-", 404, "not found", "no_such_route");
+}
+
+/*
+ * rcv_http_start
+ *		Create the server and bind it.  Returns 0, or -1 after logging why.
+ */
+int
+rcv_http_start(struct event_base *base, const rcv_config *cfg, SSL_CTX *tls)
+{
+	struct timeval tv = {cfg->read_timeout_ms / 1000, (cfg->read_timeout_ms % 1000) * 1000};
+
+	memset(&h, 0, sizeof(h));
+	h.base = base;
+	h.cfg = cfg;
+	h.tls = tls;
+	h.http = evhttp_new(base);
+	if (h.http == NULL)
+		return -1;
+	/* every method reaches us, so that a wrong one is a 405, not a 501 */
+	evhttp_set_allowed_methods(h.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+							   EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+							   EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+							   EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT |
+							   EVHTTP_REQ_PATCH);
+	evhttp_set_max_body_size(h.http, cfg->max_body);
+	evhttp_set_max_headers_size(h.http, cfg->max_header);
+	evhttp_set_timeout_tv(h.http, &tv);
+	evhttp_set_bevcb(h.http, make_bev, NULL);
+	evhttp_set_gencb(h.http, handle, NULL);
+	h.bound = evhttp_bind_socket_with_handle(h.http, cfg->listen_host,
+											 (ev_uint16_t) cfg->listen_port);
+	if (h.bound == NULL)
+	{
+		rcv_log(RCV_LOG_ERROR, "cannot listen on %s:%d", cfg->listen_host,
+				cfg->listen_port);
+		return -1;
+	}
+	rcv_log(RCV_LOG_INFO, "listening on %s://%s:%d", tls ? "https" : "http",
+			cfg->listen_host, cfg->listen_port);
+	return 0;
+}
+
+/*
+ * rcv_http_shutdown
+ *		Stop accepting, close idle connections, and let busy ones close
+ *		after their answer; closed() runs once none is left.
+ */
+void
+rcv_http_shutdown(void (*closed) (void))
+{
+	conn	   *c;
+	conn	   *next;
+
+	h.stopping = 1;
+	h.closed = closed;
+	if (h.bound)
+		evhttp_del_accept_socket(h.http, h.bound);
+	h.bound = NULL;
+	for (c = h.conns; c; c = next)
+	{
+		next = c->next;
+		if (!c->busy && c->evcon)
+			evhttp_connection_free(c->evcon);
+	}
+	if (h.nconns == 0)
+		notify_closed();
+}
+
+int
+rcv_http_connections(void)
+{
+	return h.nconns;
+}
+
+void
+rcv_http_free(void)
+{
+	h.closed = NULL;
+	if (h.http)
+		evhttp_free(h.http);
+	h.http = NULL;
+}
