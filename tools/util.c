@@ -356,15 +356,16 @@ parse_iso_time(const char *s, int64_t *out)
 	}
 	if (*p == 'Z' || *p == 'z')
 		p++;
-	else if (*p == '+' || *p == '-')
+	else if (*p == '+' || *p == '-' || *p == ' ')
 	{
+		/* ' ' is a '+' that went through form decoding unescaped */
 		int			oh,
 					om,
 					m = 0;
 
 		if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &m) != 2 || m != 5)
 			return -1;
-		v += (*p == '+' ? -1 : 1) * (int64_t) (oh * 3600 + om * 60);
+		v += (*p == '-' ? 1 : -1) * (int64_t) (oh * 3600 + om * 60);
 		p += 6;
 	}
 	if (*p != '\0')
