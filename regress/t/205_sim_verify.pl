@@ -26,6 +26,8 @@ if ($has_ext)
 		SELECT webhook_inbox.create_source('st', 'stripe', 'whsec_test123');
 		SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_secret');
 	});
+	is($node->safe_psql('postgres', "SELECT count(*) FROM pg_extension WHERE extname = 'webhook_inbox'"),
+		1, 'verifying against the webhook_inbox extension');
 }
 else
 {
