@@ -20,7 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 
-our @EXPORT = qw(new_node start_receiver stop_receiver sign post http_get
+our @EXPORT = qw(new_node start_receiver stop_receiver sign post http_get curl
   poll_until inbox_count deliveries_count metric receiver_bin wait_reload);
 
 my $seq = 0;
@@ -86,8 +86,10 @@ sub start_receiver
 	my $ready = poll_until(
 		sub {
 			$r{harness}->pump_nb;
-			return 0 if $r{scheme} eq 'https';
-			my $res = http_get(\%r, '/readyz');
+			my $res =
+			    $r{scheme} eq 'https'
+			  ? curl(\%r, 'GET', '/readyz')
+			  : http_get(\%r, '/readyz');
 			return $res->{status} == 200;
 		},
 		'receiver ready',
@@ -103,6 +105,22 @@ sub stop_receiver
 	kill 'TERM', $r->{pid};
 	$r->{harness}->finish;
 	return $r->{harness}->result(0);
+}
+
+# An HTTPS-capable request through curl (HTTP::Tiny would need
+# IO::Socket::SSL); the test certificate is self-signed, hence -k.
+sub curl
+{
+	my ($r, $method, $path, $headers, $body) = @_;
+	my @cmd = ('curl', '-sk', '-X', $method, '-o', '-', '-w', '\n%{http_code}',
+		'--max-time', '10');
+	push @cmd, '-H', "$_: $headers->{$_}" for sort keys %{ $headers // {} };
+	push @cmd, '--data-binary', '@-' if defined $body;
+	push @cmd, $r->{url} . $path;
+	my ($out, $err) = ('', '');
+	IPC::Run::run(\@cmd, '<', \($body // ''), '>', \$out, '2>', \$err);
+	my ($content, $status) = $out =~ /^(.*)\n(\d+)$/s;
+	return { status => ($status // 0) + 0, content => $content // '' };
 }
 
 sub http_get
