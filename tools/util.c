@@ -132,9 +132,10 @@ sb_printf(sbuf *sb, const char *fmt,...)
 {
 	va_list		ap;
 	int			n;
+	char		probe[1];
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	n = vsnprintf(probe, sizeof(probe), fmt, ap);
 	va_end(ap);
 	if (n < 0)
 		return;
