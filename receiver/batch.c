@@ -153,6 +153,27 @@ log_result_error(const char *what, const PGresult *res)
 			state ? state : "?", first_line(msg, line, sizeof(line)));
 }
 
+/*
+ * Server notices and warnings (e.g. "terminating connection due to
+ * administrator command") go to our log instead of libpq's stderr default,
+ * with the same care for request data as errors.
+ */
+static void
+notice_receiver(void *arg, const PGresult *res)
+{
+	const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+	const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	char		line[200];
+
+	(void) arg;
+	if (state && strncmp(state, "22", 2) == 0)
+		msg = "(message withheld: it may quote request data)";
+	rcv_log(sev && strcmp(sev, "NOTICE") != 0 ? RCV_LOG_WARNING : RCV_LOG_DEBUG,
+			"database %s: SQLSTATE %s: %s", sev ? sev : "notice",
+			state ? state : "?", first_line(msg, line, sizeof(line)));
+}
+
 /* Hand every delivery of a list back to the HTTP side. */
 static void
 complete_all(rcv_delivery *list, int committed)
@@ -618,6 +639,7 @@ db_connect(evutil_socket_t fd, short what, void *arg)
 			db_fail(PQerrorMessage(db.conn));
 			return;
 		}
+		PQsetNoticeReceiver(db.conn, notice_receiver, NULL);
 		db.state = DB_CONNECTING;
 		add_ms(db.deadline_ev, db.cfg->commit_timeout_ms);
 		connect_wait(PGRES_POLLING_WRITING);
