@@ -22,6 +22,18 @@ our @EXPORT = qw(sim_bin tmpdir start_sim stop_proc start_sink sink_requests
 
 my $json = JSON::PP->new->canonical;
 
+# Every process started here, so that a test that dies leaves none behind.
+my @started;
+
+END
+{
+	for my $p (@started)
+	{
+		next unless $p->{h};
+		eval { $p->{h}->kill_kill(grace => 2) };
+	}
+}
+
 sub sim_bin { return 'tools/webhook-sim' }
 
 sub tmpdir { return File::Temp::tempdir('websimXXXX', TMPDIR => 1, CLEANUP => 1) }
@@ -58,13 +70,16 @@ sub _start_listening
 	my $dir = tmpdir();
 	my ($out, $err) = ("$dir/stdout", "$dir/stderr");
 	my $h = IPC::Run::start($cmd, '<', \undef, '>', $out, '2>', $err);
+	my $proc = { h => $h, out => $out, err => $err };
+	push @started, $proc;
 	my $port;
 	poll_until(sub {
 		($port) = slurp($out) =~ /listening on (?:[\d.]+:)?(\d+)/;
 		return defined $port || !$h->pumpable;
 	}, 30);
 	die "$what did not start: " . slurp($err) unless defined $port;
-	return { h => $h, port => $port, out => $out, err => $err };
+	$proc->{port} = $port;
+	return $proc;
 }
 
 # start_sim(@serve_args): webhook-sim serve on a free loopback port.
