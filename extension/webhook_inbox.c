@@ -20,10 +20,11 @@ void		_PG_init(void);
 void
 _PG_init(void)
 {
-	wi_guc_init();
+	wi_guc_init(process_shared_preload_libraries_in_progress);
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 
 	wi_shmem_init();
+	wi_worker_init();
 }

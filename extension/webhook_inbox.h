@@ -23,8 +23,9 @@ extern int	wi_max_attempts;
 extern int	wi_sweep_interval_s;
 extern int	wi_sweep_overlap_s;
 extern int	wi_naptime_ms;
+extern char *wi_effects_fault;
 
-extern void wi_guc_init(void);
+extern void wi_guc_init(bool preloading);
 
 /*
  * Shared state (wake.c): where the background worker waits, so that a
@@ -44,5 +45,11 @@ extern WiShared *wi_shared;
 extern void wi_shmem_init(void);
 extern void wi_wake_worker_at_commit(void);
 extern void wi_set_worker_latch(Latch *latch);
+
+/* The background worker and its counters (worker.c, stats.c) */
+extern void wi_worker_init(void);
+
+/* External effects (effects.c): one claim/send/store cycle; commits. */
+extern int	wi_effects_cycle(const char *worker, int max_effects);
 
 #endif							/* WEBHOOK_INBOX_H */

@@ -1,0 +1,294 @@
+/*
+ * fetch.c
+ *		Provider requests with libcurl's multi interface: many GETs in flight
+ *		at once, bounded by a concurrency limit and a per-request gate
+ *		(rate limits), while the worker still notices SIGTERM.
+ *
+ * The caller owns the requests; this file owns the curl handles and frees
+ * them whatever happens, an ERROR thrown by the caller's completion
+ * callback included.  Responses are kept whole in memory (bounded), since
+ * they go to SQL as one text value: the C code reads no JSON.
+ */
+#include "postgres.h"
+
+#include <curl/curl.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "worker.h"
+
+#define WI_HTTP_MAX_BODY	(16 * 1024 * 1024)	/* larger answers are errors */
+#define WI_HTTP_POLL_MS		50	/* how often SIGTERM is looked at */
+
+static CURLM *multi = NULL;
+
+static void
+ensure_curl(void)
+{
+	static bool global_done = false;
+
+	if (!global_done)
+	{
+		if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
+			elog(ERROR, "webhook_inbox: curl_global_init failed");
+		global_done = true;
+	}
+	if (multi == NULL && (multi = curl_multi_init()) == NULL)
+		elog(ERROR, "webhook_inbox: curl_multi_init failed");
+}
+
+/* Frees the process's curl state (at worker exit). */
+void
+wi_http_cleanup(void)
+{
+	if (multi != NULL)
+		curl_multi_cleanup(multi);
+	multi = NULL;
+}
+
+void
+wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id, void *arg)
+{
+	memset(req, 0, sizeof(*req));
+	req->url = url;
+	req->auth = auth;
+	req->source_id = source_id;
+	req->arg = arg;
+	req->retry_after_s = -1;
+	initStringInfo(&req->body);
+}
+
+static size_t
+write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	WiHttpRequest *req = (WiHttpRequest *) userdata;
+	size_t		n = size * nmemb;
+
+	/* returning less than n aborts the transfer with CURLE_WRITE_ERROR */
+	if ((size_t) req->body.len + n > WI_HTTP_MAX_BODY)
+		return 0;
+	appendBinaryStringInfo(&req->body, ptr, (int) n);
+	return n;
+}
+
+/*
+ * Keeps the rel="next" target of a Link header: Shopify and GitHub page
+ * their lists that way.  A header may hold several links separated by
+ * commas, each "<url>; rel=..." with other parameters possible.
+ */
+static size_t
+header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
+{
+	WiHttpRequest *req = (WiHttpRequest *) userdata;
+	size_t		n = size * nitems;
+	char	   *line;
+	char	   *p;
+
+	if (n < 5 || pg_strncasecmp(buffer, "link:", 5) != 0)
+		return n;
+	line = pnstrdup(buffer + 5, n - 5);
+	for (p = strchr(line, '<'); p != NULL;)
+	{
+		char	   *end = strchr(p, '>');
+		char	   *next;
+		char	   *params;
+
+		if (end == NULL)
+			break;
+		*end = '\0';
+		params = end + 1;
+		next = strchr(params, '<');
+		if (next)
+			next[-1] = '\0';
+		if (strstr(params, "rel=\"next\"") != NULL || strstr(params, "rel=next") != NULL)
+		{
+			req->link_next = pstrdup(p + 1);
+			break;
+		}
+		p = next;
+	}
+	pfree(line);
+	return n;
+}
+
+static void
+start_request(WiHttpRequest *req)
+{
+	CURL	   *h = curl_easy_init();
+	struct curl_slist *headers = NULL;
+
+	if (h == NULL)
+		elog(ERROR, "webhook_inbox: curl_easy_init failed");
+	headers = curl_slist_append(headers, "Accept: application/json");
+	if (req->auth)
+		headers = curl_slist_append(headers, req->auth);
+	req->headers = headers;
+	req->handle = h;
+	req->started = true;
+
+	curl_easy_setopt(h, CURLOPT_URL, req->url);
+	curl_easy_setopt(h, CURLOPT_PRIVATE, req);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, req);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, req);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) wi_http_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) Min(wi_http_timeout_ms, 5000));
+	/* libcurl must not touch signals in a PostgreSQL process */
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "webhook_inbox/0.1.0");
+	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+	if (curl_multi_add_handle(multi, h) != CURLM_OK)
+		elog(ERROR, "webhook_inbox: curl_multi_add_handle failed");
+}
+
+static void
+release_handle(WiHttpRequest *req)
+{
+	if (req->handle == NULL)
+		return;
+	curl_multi_remove_handle(multi, (CURL *) req->handle);
+	curl_easy_cleanup((CURL *) req->handle);
+	curl_slist_free_all(req->headers);
+	req->handle = NULL;
+	req->headers = NULL;
+}
+
+static void
+finish_request(WiHttpRequest *req, CURLcode result)
+{
+	CURL	   *h = (CURL *) req->handle;
+	long		code = 0;
+	curl_off_t	total_us = 0;
+	curl_off_t	retry_after = -1;
+
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_getinfo(h, CURLINFO_TOTAL_TIME_T, &total_us);
+	if (curl_easy_getinfo(h, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0)
+		req->retry_after_s = (int64) retry_after;
+	req->elapsed_ms = total_us / 1000.0;
+	if (result != CURLE_OK)
+	{
+		req->status = 0;
+		req->error = pstrdup(curl_easy_strerror(result));
+	}
+	else
+		req->status = code;
+	release_handle(req);
+}
+
+/* Whether to stop: SIGTERM in the worker, any interrupt in a backend. */
+static bool
+stop_requested(void)
+{
+	return wi_in_worker ? wi_got_sigterm : InterruptPending;
+}
+
+/*
+ * Runs the requests, at most concurrency at a time.  gate (optional) is
+ * asked before each start and may hold a request back (WAIT) or drop it
+ * (SKIP, having dealt with it itself); done (optional) is called as each
+ * transfer ends, with status, body, Link and Retry-After filled in.
+ *
+ * Returns false when stopped by SIGTERM (or, in a backend, an interrupt is
+ * then serviced): transfers in flight are abandoned and every request not
+ * completed has started = false or status 0 with error "interrupted".
+ * Requests the gate held back until nothing was in flight are left with
+ * started = false; the caller gives them back.
+ */
+bool
+wi_http_run(WiHttpRequest **reqs, int n, int concurrency, wi_http_gate_fn gate,
+			wi_http_done_fn done, void *arg)
+{
+	volatile int inflight = 0;
+	int		   *state;			/* 0 queued, 1 running, 2 finished */
+	volatile bool stopped = false;
+
+	ensure_curl();
+	state = palloc0(sizeof(int) * Max(n, 1));
+
+	PG_TRY();
+	{
+		for (;;)
+		{
+			int			running = 0;
+			CURLMsg    *msg;
+			int			left;
+
+			for (int i = 0; i < n; i++)
+			{
+				if (state[i] != 0)
+					continue;
+				if (inflight >= concurrency)
+					break;
+				switch (gate ? gate(reqs[i], arg) : WI_HTTP_START)
+				{
+					case WI_HTTP_START:
+						start_request(reqs[i]);
+						state[i] = 1;
+						inflight++;
+						break;
+					case WI_HTTP_SKIP:
+						state[i] = 2;
+						break;
+					case WI_HTTP_WAIT:
+						break;
+				}
+			}
+			if (inflight == 0)
+				break;			/* all done, or only held-back requests left */
+
+			if (stop_requested())
+			{
+				stopped = true;
+				break;
+			}
+			curl_multi_perform(multi, &running);
+			while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+			{
+				WiHttpRequest *req = NULL;
+
+				if (msg->msg != CURLMSG_DONE)
+					continue;
+				curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **) &req);
+				finish_request(req, msg->data.result);
+				inflight--;
+				for (int i = 0; i < n; i++)
+					if (reqs[i] == req)
+						state[i] = 2;
+				if (done)
+					done(req, arg);
+			}
+			if (inflight > 0)
+				curl_multi_poll(multi, NULL, 0, WI_HTTP_POLL_MS, NULL);
+		}
+	}
+	PG_CATCH();
+	{
+		for (int i = 0; i < n; i++)
+			release_handle(reqs[i]);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	if (stopped)
+	{
+		for (int i = 0; i < n; i++)
+			if (state[i] == 1)
+			{
+				release_handle(reqs[i]);
+				reqs[i]->status = 0;
+				reqs[i]->error = pstrdup("interrupted");
+			}
+		if (!wi_in_worker)
+			CHECK_FOR_INTERRUPTS();
+	}
+	pfree(state);
+	return !stopped;
+}

@@ -1,0 +1,503 @@
+/*
+ * sweep.c
+ *		Reconciliation sweeps: per (source, object type) with a read API,
+ *		list what changed since the checkpoint minus the overlap, compare it
+ *		with the mirror, and repair each difference through the same guarded
+ *		save path the worker uses.
+ *
+ * A repair first takes the object's lease (claim()'s lease, with a fresh
+ * fencing token), so it can never overwrite a save the worker makes under a
+ * newer claim, and it skips an object a live claim holds: that claim is about
+ * to save the present anyway.  Objects without a version are fetched again
+ * under the lease before they are saved, because the listed copy may be
+ * older than a save made between the listing and the lease; versioned ones
+ * are saved from the listing, the version guard keeping the newer.
+ *
+ * Only a pass that listed every page and repaired every difference (skips
+ * excepted) is complete and moves the checkpoint, to the run's start; any
+ * other is recorded as failed and the next run lists the same window again.
+ *
+ * The worker runs sweeps when due (webhook_inbox.sweep_interval), each step
+ * its own transaction; sweep_now() runs one in the calling session, inside
+ * its transaction.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "worker.h"
+
+PG_FUNCTION_INFO_V1(wi_sweep_now);
+
+#define SWEEP_MAX_PAGES 100000	/* a provider that pages forever is an error */
+
+typedef struct Diff
+{
+	char	   *object_id;
+	char	   *item;			/* the listed object, JSON text */
+	bool		deleted;
+} Diff;
+
+typedef struct Sweep
+{
+	int32		source_id;
+	const char *object_type;
+	const char *trigger;
+	const char *holder;
+	WiSource   *src;
+	const WiAdapter *adapter;
+	WiTypeMap	type;
+	bool		supported;
+	int64		run_id;
+	int64		since;
+	/* the current page */
+	char	   *body;
+	Diff	   *diffs;
+	int			ndiffs;
+	bool		has_more;
+	char	   *last_id;
+	/* the current repair */
+	Diff	   *diff;
+	int64		token;
+	char	   *object;			/* JSON text to save, or NULL */
+	const char *unwrap;
+	bool		deleted;
+	char	   *result;
+	int			skipped;
+	int			errors;
+	char	   *error;			/* why the pass failed, or NULL */
+	char	   *status;
+} Sweep;
+
+static void
+exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expect)
+		elog(ERROR, "webhook_inbox sweep: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+}
+
+static Datum
+text_or_null(const char *s, char *null)
+{
+	*null = s ? ' ' : 'n';
+	return s ? CStringGetTextDatum(s) : (Datum) 0;
+}
+
+/* ---------- steps, each one transaction in the worker ---------- */
+
+static void
+load_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	MemoryContext old = MemoryContextSwitchTo(wi_step_cxt());
+
+	s->src = wi_source_load(s->source_id);
+	s->adapter = wi_adapter_for(s->src);
+	s->supported = s->adapter != NULL &&
+		s->adapter->type_map(s->src, s->object_type, &s->type) &&
+		s->adapter->list_url(s->src, &s->type, 0, NULL) != NULL;
+	MemoryContextSwitchTo(old);
+}
+
+static void
+begin_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		v[4] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
+		CStringGetTextDatum(s->trigger),
+	CStringGetTextDatum(psprintf("%d seconds", wi_sweep_overlap_s))};
+	bool		isnull;
+
+	exec("SELECT run_id, since_epoch FROM webhook_inbox._sweep_begin($1, $2, $3, $4::interval)",
+		 4, t, v, NULL, SPI_OK_SELECT);
+	s->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	s->since = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+}
+
+static void
+page_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		v[6];
+	char		nl[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	v[0] = Int64GetDatum(s->run_id);
+	v[1] = CStringGetTextDatum(s->body);
+	v[2] = CStringGetTextDatum(s->type.items_path);
+	v[3] = text_or_null(s->type.status_path, &nl[3]);
+	v[4] = text_or_null(s->type.version_path, &nl[4]);
+	v[5] = BoolGetDatum(s->type.occurrence);
+	exec("SELECT object_id, item::text, deleted, has_more, last_id FROM webhook_inbox._sweep_page("
+		 "$1, $2, $3::jsonpath, $4::jsonpath, $5::jsonpath, $6)", 6, t, v, nl, SPI_OK_SELECT);
+	s->diffs = MemoryContextAllocZero(cxt, sizeof(Diff) * Max(SPI_processed, 1));
+	s->ndiffs = 0;
+	s->has_more = false;
+	s->last_id = NULL;
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		char	   *id = SPI_getvalue(tup, desc, 1);
+		bool		isnull;
+		char	   *last = SPI_getvalue(tup, desc, 5);
+
+		s->has_more = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		s->last_id = last ? MemoryContextStrdup(cxt, last) : NULL;
+		if (id == NULL)
+			continue;
+		s->diffs[s->ndiffs].object_id = MemoryContextStrdup(cxt, id);
+		s->diffs[s->ndiffs].item = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 2));
+		s->diffs[s->ndiffs].deleted = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+		s->ndiffs++;
+	}
+}
+
+static void
+lease_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[5] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		v[5] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
+		CStringGetTextDatum(s->diff->object_id), CStringGetTextDatum(s->holder),
+	CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms))};
+	bool		isnull;
+	Datum		d;
+
+	exec("SELECT webhook_inbox._sweep_lease($1, $2, $3, $4, $5::interval)", 5, t, v, NULL,
+		 SPI_OK_SELECT);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	s->token = isnull ? 0 : DatumGetInt64(d);
+}
+
+static void
+repair_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[9] = {INT8OID, INT8OID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, TEXTOID, TEXTOID, BOOLOID};
+	Datum		v[9];
+	char		nl[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	v[0] = Int64GetDatum(s->run_id);
+	v[1] = Int64GetDatum(s->token);
+	nl[1] = s->token ? ' ' : 'n';
+	v[2] = CStringGetTextDatum(s->diff->object_id);
+	v[3] = text_or_null(s->object, &nl[3]);
+	v[4] = CStringGetTextDatum(s->unwrap);
+	v[5] = BoolGetDatum(s->deleted);
+	v[6] = text_or_null(s->type.status_path, &nl[6]);
+	v[7] = text_or_null(s->type.version_path, &nl[7]);
+	v[8] = BoolGetDatum(s->type.occurrence);
+	exec("SELECT webhook_inbox._sweep_repair($1, $2, $3, jsonb_path_query_first($4::jsonb, "
+		 "$5::jsonpath), $6, $7::jsonpath, $8::jsonpath, $9)", 9, t, v, nl, SPI_OK_SELECT);
+	s->result = MemoryContextStrdup(wi_step_cxt(),
+									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+static void
+count_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[4] = {INT8OID, INT8OID, INT4OID, INT4OID};
+	Datum		v[4] = {Int64GetDatum(s->run_id), Int64GetDatum(s->token), Int32GetDatum(s->skipped),
+	Int32GetDatum(s->errors)};
+	char		nl[4] = {' ', s->token ? ' ' : 'n', ' ', ' '};
+
+	exec("SELECT webhook_inbox._sweep_count($1, $2, $3, $4)", 4, t, v, nl, SPI_OK_SELECT);
+}
+
+static void
+finish_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[2] = {INT8OID, TEXTOID};
+	Datum		v[2];
+	char		nl[2] = {' ', ' '};
+
+	v[0] = Int64GetDatum(s->run_id);
+	v[1] = text_or_null(s->error, &nl[1]);
+	exec("SELECT webhook_inbox._sweep_finish($1, $2)", 2, t, v, nl, SPI_OK_SELECT);
+	s->status = MemoryContextStrdup(wi_step_cxt(),
+									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/* ---------- one run ---------- */
+
+/* One GET, synchronously; false if interrupted (SIGTERM). */
+static bool
+http_get(WiHttpRequest *req, char *url, Sweep *s)
+{
+	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, NULL);
+	if (!wi_http_run(&req, 1, 1, NULL, NULL, NULL))
+		return false;
+	wi_stat_latency(req->elapsed_ms);
+	return true;
+}
+
+/* Counts a difference that could not be repaired, releasing its lease. */
+static void
+count_unrepaired(Sweep *s, int skipped, int errors)
+{
+	s->skipped = skipped;
+	s->errors = errors;
+	if (wi_run_xact(count_step, s) != NULL && s->error == NULL)
+		s->error = pstrdup("counting a difference failed");
+	s->skipped = s->errors = 0;
+	s->token = 0;
+}
+
+static void
+repair_one(Sweep *s, Diff *d)
+{
+	char	   *err;
+
+	s->diff = d;
+	s->token = 0;
+	s->object = d->item;
+	s->unwrap = "$";
+	s->deleted = d->deleted;
+	if (!s->type.occurrence)
+	{
+		if (wi_run_xact(lease_step, s) != NULL)
+		{
+			count_unrepaired(s, 0, 1);
+			return;
+		}
+		if (s->token == 0)
+		{
+			count_unrepaired(s, 1, 0);	/* a live claim holds it */
+			return;
+		}
+		/* no version: the listing may be older than a save; read the present */
+		if (s->type.version_path == NULL && !d->deleted)
+		{
+			char	   *url = s->adapter->object_url(s->src, &s->type, d->object_id);
+
+			if (url != NULL)
+			{
+				WiHttpRequest req;
+
+				if (!http_get(&req, url, s))
+				{
+					count_unrepaired(s, 0, 1);
+					s->error = pstrdup("interrupted");
+					return;
+				}
+				if (req.status == 404 || req.status == 410)
+				{
+					s->object = NULL;
+					s->deleted = true;
+				}
+				else if (req.status >= 200 && req.status < 300)
+				{
+					s->object = req.body.data;
+					s->unwrap = s->type.unwrap_path ? s->type.unwrap_path : "$";
+				}
+				else
+				{
+					count_unrepaired(s, 0, 1);
+					return;
+				}
+			}
+		}
+	}
+	err = wi_run_xact(repair_step, s);
+	if (err != NULL)
+	{
+		count_unrepaired(s, 0, 1);
+		return;
+	}
+	if (strcmp(s->result, "applied") == 0 || strcmp(s->result, "tombstone") == 0 ||
+		strcmp(s->result, "recorded") == 0)
+		wi_stat_add(WI_STAT_REPAIRS, 1);
+}
+
+/*
+ * Runs one sweep of (source, object type).  Returns the sweep_runs id, or 0
+ * when the source has no list API for the type (nothing is recorded).  In
+ * the worker every failure is recorded in the run; in a backend SQL errors
+ * propagate and HTTP failures are recorded.
+ */
+int64
+wi_sweep_run(int32 source_id, const char *object_type, const char *trigger)
+{
+	Sweep		s;
+	char	   *url;
+	char	   *err;
+	int			pages = 0;
+
+	memset(&s, 0, sizeof(s));
+	s.source_id = source_id;
+	s.object_type = object_type;
+	s.trigger = trigger;
+	s.holder = wi_in_worker ? psprintf("sweep:%s", wi_worker_name)
+		: psprintf("sweep_now:%d", MyProcPid);
+
+	if (wi_run_xact(load_step, &s) != NULL || !s.supported)
+		return 0;
+	if (wi_run_xact(begin_step, &s) != NULL)
+		return 0;
+	pgstat_report_activity(STATE_RUNNING, "sweeping");
+	wi_stat_add(WI_STAT_SWEEPS, 1);
+
+	url = s.adapter->list_url(s.src, &s.type, s.since, NULL);
+	while (url != NULL && s.error == NULL)
+	{
+		WiHttpRequest req;
+
+		if (++pages > SWEEP_MAX_PAGES)
+		{
+			s.error = psprintf("more than %d pages", SWEEP_MAX_PAGES);
+			break;
+		}
+		if (!http_get(&req, url, &s))
+		{
+			s.error = pstrdup("interrupted");
+			break;
+		}
+		if (req.status != 200)
+		{
+			s.error = req.status == 0
+				? psprintf("listing failed: %s", req.error ? req.error : "transport error")
+				: psprintf("listing answered http %ld", req.status);
+			break;
+		}
+		s.body = req.body.data;
+		if ((err = wi_run_xact(page_step, &s)) != NULL)
+		{
+			s.error = psprintf("reading a page failed: %s", err);
+			break;
+		}
+		for (int i = 0; i < s.ndiffs && s.error == NULL; i++)
+		{
+			if (wi_in_worker && wi_got_sigterm)
+				s.error = pstrdup("interrupted");
+			else
+				repair_one(&s, &s.diffs[i]);
+		}
+		pfree(req.body.data);
+		/* a Link rel="next" wins; otherwise page after the last id while has_more */
+		if (req.link_next)
+			url = req.link_next;
+		else if (s.has_more && s.last_id)
+		{
+			url = s.adapter->list_url(s.src, &s.type, s.since, s.last_id);
+			if (url == NULL)
+				s.error = pstrdup("the list has more pages but the adapter cannot page by id");
+		}
+		else
+			url = NULL;
+	}
+
+	if (wi_run_xact(finish_step, &s) != NULL || s.status == NULL || strcmp(s.status, "complete") != 0)
+		wi_stat_add(WI_STAT_SWEEPS_FAILED, 1);
+	return s.run_id;
+}
+
+/* ---------- scheduling in the worker ---------- */
+
+typedef struct Targets
+{
+	int32	   *source_ids;
+	char	  **types;
+	int			n;
+} Targets;
+
+static void
+targets_step(void *arg)
+{
+	Targets    *tg = (Targets *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1] = {CStringGetTextDatum(psprintf("%d seconds", wi_sweep_interval_s))};
+
+	exec("SELECT source_id, object_type FROM webhook_inbox._sweep_targets($1::interval)",
+		 1, t, v, NULL, SPI_OK_SELECT);
+	tg->n = (int) SPI_processed;
+	tg->source_ids = MemoryContextAlloc(cxt, sizeof(int32) * Max(tg->n, 1));
+	tg->types = MemoryContextAlloc(cxt, sizeof(char *) * Max(tg->n, 1));
+	for (int i = 0; i < tg->n; i++)
+	{
+		bool		isnull;
+
+		tg->source_ids[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+														SPI_tuptable->tupdesc, 1, &isnull));
+		tg->types[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 2));
+	}
+}
+
+/*
+ * In the worker, after each round: runs the sweeps that are due.  Looks at
+ * most once a second; a pair without a list API records no run, costs one
+ * source lookup per look and sends nothing.
+ */
+void
+wi_sweep_due(void)
+{
+	static TimestampTz last_check = 0;
+	TimestampTz now = GetCurrentTimestamp();
+	Targets		tg = {NULL, NULL, 0};
+
+	if (wi_sweep_interval_s <= 0 || now - last_check < USECS_PER_SEC)
+		return;
+	last_check = now;
+	if (wi_run_xact(targets_step, &tg) != NULL)
+		return;
+	for (int i = 0; i < tg.n && !wi_got_sigterm; i++)
+		(void) wi_sweep_run(tg.source_ids[i], tg.types[i], "schedule");
+}
+
+/* ---------- sweep_now ---------- */
+
+/*
+ * _sweep_now(source text, object_type text) returns bigint: the run's id.
+ * The SQL wrapper sweep_now() returns the run's row.
+ */
+Datum
+wi_sweep_now(PG_FUNCTION_ARGS)
+{
+	char	   *source;
+	char	   *object_type;
+	int32		source_id;
+	int64		run_id;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source and object_type must not be null")));
+	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	object_type = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	{
+		Oid			t[1] = {TEXTOID};
+		Datum		v[1] = {CStringGetTextDatum(source)};
+		bool		isnull;
+
+		exec("SELECT webhook_inbox._source_id($1)", 1, t, v, NULL, SPI_OK_SELECT);
+		source_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+												&isnull));
+	}
+	SPI_finish();
+
+	run_id = wi_sweep_run(source_id, object_type, "manual");
+	if (run_id == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("source \"%s\" has no list API for object type \"%s\"", source, object_type),
+				 errdetail("Sweeps need the source's api_base and an adapter that can list this type."),
+				 errhint("Set api_base (and, for a generic read API, settings.list_url) with create_source().")));
+	PG_RETURN_INT64(run_id);
+}

@@ -1,0 +1,610 @@
+
+---------------------------------------------------------------------------
+-- Background worker: the SQL half of processing a claim, saving fetched
+-- state, reconciliation sweeps, and the worker's counters.
+--
+-- The worker (extension/worker.c) drives these functions one object per
+-- short transaction; every save goes through upsert_object() or
+-- apply_transition() under the object's claim token, so a worker whose
+-- lease was taken over is fenced, never last-write-wins.
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.sweep_checkpoints (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	object_type		text NOT NULL,
+	checkpoint		timestamptz,
+	last_run_id		bigint,
+	updated_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, object_type)
+);
+COMMENT ON TABLE @extschema@.sweep_checkpoints IS
+	'Per (source, object type): the start time of the last complete sweep; the next one lists changes since it minus webhook_inbox.sweep_overlap.';
+
+CREATE TABLE @extschema@.sweep_runs (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	object_type		text NOT NULL,
+	trigger			text NOT NULL
+		CONSTRAINT sweep_runs_trigger_check CHECK (trigger IN ('schedule', 'manual')),
+	listed_since	timestamptz,
+	started_at		timestamptz NOT NULL DEFAULT clock_timestamp(),
+	finished_at		timestamptz,
+	pages			integer NOT NULL DEFAULT 0,
+	listed			integer NOT NULL DEFAULT 0,
+	differences		integer NOT NULL DEFAULT 0,
+	repaired		integer NOT NULL DEFAULT 0,
+	skipped			integer NOT NULL DEFAULT 0,
+	errors			integer NOT NULL DEFAULT 0,
+	status			text NOT NULL DEFAULT 'running'
+		CONSTRAINT sweep_runs_status_check CHECK (status IN ('running', 'complete', 'failed')),
+	error			text
+);
+CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, object_type, started_at DESC);
+COMMENT ON TABLE @extschema@.sweep_runs IS
+	'One row per reconciliation pass: what was listed, how many differed from the mirror, how many were repaired or skipped (object under a live claim), errors, and whether the pass completed (only a complete pass moves the checkpoint).';
+
+CREATE TABLE @extschema@.repairs (
+	id				bigserial PRIMARY KEY,
+	run_id			bigint NOT NULL REFERENCES @extschema@.sweep_runs (id),
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	object_type		text NOT NULL,
+	object_id		text NOT NULL,
+	before			jsonb,
+	after			jsonb,
+	outcome			text NOT NULL,
+	at				timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX repairs_run_idx ON @extschema@.repairs (run_id);
+COMMENT ON TABLE @extschema@.repairs IS
+	'Each difference a sweep repaired: the mirror before and after (status, version, deleted), and the save''s outcome.';
+
+---------------------------------------------------------------------------
+-- Processing a claim
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@._work_claim(p_token bigint,
+	OUT saved integer, OUT duplicates integer, OUT stale integer, OUT ties integer,
+	OUT backward integer, OUT occurrences integer, OUT ignored integer, OUT quarantined integer,
+	OUT unorderable integer, OUT fenced boolean, OUT need_fetch boolean)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+	s webhook_inbox.sources;
+	e record;
+	res text;
+	amt bigint;
+	cur text;
+BEGIN
+	saved := 0; duplicates := 0; stale := 0; ties := 0; backward := 0; occurrences := 0;
+	ignored := 0; quarantined := 0; unorderable := 0; fenced := false; need_fetch := false;
+	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
+	IF NOT FOUND THEN
+		fenced := true;
+		RETURN;
+	END IF;
+	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = l.source_id;
+
+	/*
+	 * Provider order first (version, then provider time), arrival order last:
+	 * a coalesced burst is applied the way it happened, whatever order the
+	 * network delivered it in.
+	 */
+	FOR e IN SELECT i.id, i.strategy, i.object_type, i.object_id, i.provider_version, i.status_value,
+					i.payload, r.machine, coalesce(r.tombstone, false) AS tombstone,
+					r.amount_path, r.currency_path
+			   FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+			  WHERE i.claim_token = p_token AND i.status = 'processing'
+			  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id
+	LOOP
+		IF e.strategy = 'fetch' THEN
+			need_fetch := true;
+		ELSIF e.strategy = 'ignore' THEN
+			PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'ignored', 'route: ignore');
+			ignored := ignored + 1;
+		ELSIF e.strategy = 'unordered' THEN
+			PERFORM webhook_inbox.quarantine(p_token,
+				'unorderable: the route has no version, no read API and no state machine', ARRAY[e.id]);
+			quarantined := quarantined + 1;
+			unorderable := unorderable + 1;
+		ELSIF e.strategy = 'occurrence' THEN
+			amt := NULL;
+			cur := NULL;
+			IF e.amount_path IS NOT NULL THEN
+				amt := webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, e.amount_path))::numeric::bigint;
+			END IF;
+			IF e.currency_path IS NOT NULL THEN
+				cur := webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, e.currency_path));
+			END IF;
+			IF webhook_inbox.record_occurrence(s.name, e.object_type, e.object_id,
+					coalesce(e.payload #> '{data,object}', e.payload), e.id, amt, cur) THEN
+				occurrences := occurrences + 1;
+				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', NULL);
+			ELSE
+				duplicates := duplicates + 1;
+				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', 'duplicate: occurrence already recorded');
+			END IF;
+		ELSIF e.strategy = 'machine' THEN
+			IF e.machine IS NULL OR e.status_value IS NULL THEN
+				PERFORM webhook_inbox.quarantine(p_token, 'missing_status: the event carries no status for its machine',
+					ARRAY[e.id]);
+				quarantined := quarantined + 1;
+				CONTINUE;
+			END IF;
+			res := webhook_inbox.apply_transition(s.name, e.object_type, e.object_id, e.machine, e.status_value,
+				e.id, p_token, coalesce(e.payload #> '{data,object}', e.payload));
+			IF res = 'fenced' THEN
+				fenced := true;
+				RETURN;
+			ELSIF res = 'backward' THEN
+				backward := backward + 1;
+				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'ignored',
+					format('backward: %s is not reachable from the current status', e.status_value));
+			ELSE
+				IF res = 'applied' THEN saved := saved + 1; ELSE duplicates := duplicates + 1; END IF;
+				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', NULL);
+			END IF;
+		ELSIF e.strategy = 'version' THEN
+			res := webhook_inbox.upsert_object(s.name, e.object_type, e.object_id, e.provider_version,
+				CASE WHEN e.tombstone THEN NULL ELSE e.status_value END,
+				CASE WHEN e.tombstone THEN NULL ELSE e.payload END,
+				p_token, e.tombstone, 'event ' || e.id, e.id);
+			IF res = 'fenced' THEN
+				fenced := true;
+				RETURN;
+			ELSIF res = 'tie' THEN
+				ties := ties + 1;
+				IF s.api_base IS NOT NULL THEN
+					/* equal version, different content: only the present can tell */
+					need_fetch := true;
+				ELSE
+					PERFORM webhook_inbox.quarantine(p_token,
+						'ambiguous_tie: equal version with different content and no read API', ARRAY[e.id]);
+					quarantined := quarantined + 1;
+				END IF;
+			ELSIF res = 'stale' THEN
+				stale := stale + 1;
+				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'ignored', 'stale: a newer version is stored');
+			ELSE
+				IF res = 'applied' THEN saved := saved + 1; ELSE duplicates := duplicates + 1; END IF;
+				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', NULL);
+			END IF;
+		ELSE
+			PERFORM webhook_inbox.quarantine(p_token, format('no_strategy: unknown strategy %s', e.strategy),
+				ARRAY[e.id]);
+			quarantined := quarantined + 1;
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
+	'Processes a claim''s events that need no provider request (version, machine, occurrence, unordered, ignore) in provider order; reports what happened and whether a fetch is needed (fetch strategy, or a tie on a source with a read API).';
+
+CREATE FUNCTION @extschema@._save_present(p_token bigint, p_object jsonb, p_deleted boolean,
+	p_status_path jsonpath, p_version_path jsonpath, p_cause text)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+	s webhook_inbox.sources;
+	st text;
+	ver numeric;
+	res text;
+	old_status text;
+BEGIN
+	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
+	IF NOT FOUND THEN
+		RETURN 'fenced';
+	END IF;
+	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = l.source_id;
+	IF p_deleted OR coalesce(p_object ->> 'deleted', 'false') = 'true' THEN
+		res := webhook_inbox.upsert_object(s.name, l.object_type, l.object_id, NULL, NULL, NULL, p_token,
+			true, p_cause, NULL);
+		RETURN CASE WHEN res = 'applied' THEN 'tombstone' ELSE res END;
+	END IF;
+	IF p_status_path IS NOT NULL THEN
+		st := webhook_inbox._scalar_text(jsonb_path_query_first(p_object, p_status_path));
+	END IF;
+	IF p_version_path IS NOT NULL THEN
+		ver := webhook_inbox._version_of(jsonb_path_query_first(p_object, p_version_path));
+	END IF;
+	res := webhook_inbox.upsert_object(s.name, l.object_type, l.object_id, ver, st, p_object, p_token,
+		false, p_cause, NULL);
+	IF res = 'tie' THEN
+		/*
+		 * The provider's present state at the stored version: it is the
+		 * truth the tie rule asked for.  upsert_object() holds the row lock
+		 * and has passed the fence check.
+		 */
+		SELECT o.status INTO old_status FROM webhook_inbox.objects o
+		 WHERE o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id;
+		UPDATE webhook_inbox.objects o
+		   SET status = coalesce(st, o.status), state = p_object, deleted = false,
+			   fence_token = greatest(o.fence_token, p_token), updated_at = now()
+		 WHERE o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id;
+		IF st IS NOT NULL AND st IS DISTINCT FROM old_status THEN
+			INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
+												   version, cause)
+			VALUES (l.source_id, l.object_type, l.object_id, old_status, st, ver, p_cause || ' (tie resolved)');
+		END IF;
+		res := 'applied';
+	END IF;
+	RETURN res;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._save_present(bigint, jsonb, boolean, jsonpath, jsonpath, text) IS
+	'Saves the provider''s present state of the claim''s object (or its tombstone) under the claim token; a tie at equal version is resolved in favour of the present. Returns applied, duplicate, stale, tombstone or fenced.';
+
+CREATE FUNCTION @extschema@._save_fetched(p_token bigint, p_http integer, p_body text,
+	p_unwrap_path jsonpath, p_status_path jsonpath, p_version_path jsonpath)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	doc jsonb;
+	obj jsonb;
+	res text;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases x WHERE x.token = p_token) THEN
+		RETURN 'fenced';
+	END IF;
+	IF p_http IN (404, 410) THEN
+		res := webhook_inbox._save_present(p_token, NULL, true, NULL, NULL, format('fetch: http %s', p_http));
+	ELSE
+		BEGIN
+			doc := p_body::jsonb;
+		EXCEPTION WHEN others THEN
+			doc := NULL;
+		END;
+		obj := jsonb_path_query_first(doc, coalesce(p_unwrap_path, '$'));
+		IF obj IS NULL OR jsonb_typeof(obj) <> 'object' THEN
+			res := webhook_inbox.retry(p_token, 'unreadable: the provider''s response is not the expected JSON object');
+			RETURN CASE WHEN res = 'quarantined' THEN 'quarantined' ELSE 'retry' END;
+		END IF;
+		res := webhook_inbox._save_present(p_token, obj, false, p_status_path, p_version_path, 'fetch');
+	END IF;
+	IF res <> 'fenced' THEN
+		PERFORM webhook_inbox.complete(p_token, NULL, 'done', 'fetched: ' || res);
+	END IF;
+	RETURN res;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath) IS
+	'Saves one fetched object (200) or its tombstone (404/410) under the claim token and completes every event of the claim: one fetch covers them all.';
+
+CREATE FUNCTION @extschema@._defer(p_token bigint, p_until timestamptz, p_reason text)
+RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	n integer;
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE) THEN
+		RETURN 0;
+	END IF;
+	UPDATE webhook_inbox.inbox i
+	   SET status = 'retry', next_attempt_at = greatest(p_until, now()), reason = p_reason, updated_at = now()
+	 WHERE i.claim_token = p_token AND i.status = 'processing';
+	GET DIAGNOSTICS n = ROW_COUNT;
+	DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._defer(bigint, timestamptz, text) IS
+	'Gives a claim back without counting an attempt (its source is rate limited, or the worker is stopping): the events become due again at p_until.';
+
+CREATE FUNCTION @extschema@._auth_refused(p_token bigint, p_http integer)
+RETURNS integer
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+BEGIN
+	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token;
+	IF NOT FOUND THEN
+		RETURN 0;
+	END IF;
+	UPDATE webhook_inbox.sources s
+	   SET flagged = format('the read API answered %s at %s: check api_token', p_http, now()), updated_at = now()
+	 WHERE s.id = l.source_id;
+	RETURN webhook_inbox.quarantine(p_token, format('auth: the read API refused our credentials (http %s)', p_http));
+END
+$$;
+COMMENT ON FUNCTION @extschema@._auth_refused(bigint, integer) IS
+	'A 401/403 from the read API: quarantines the claim''s events and flags the source for a person.';
+
+CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
+	OUT id integer, OUT name text, OUT kind text, OUT api_base text, OUT api_token text,
+	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
+	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
+	OUT types text, OUT repo text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'), s.api_token,
+		   s.settings ->> 'fetch_url', s.settings ->> 'list_url', s.settings ->> 'auth_header',
+		   s.settings ->> 'auth_format', s.settings ->> 'unwrap_path', s.settings ->> 'items_path',
+		   s.settings ->> 'status_path', s.settings ->> 'version_path',
+		   CASE WHEN jsonb_typeof(s.settings -> 'types') = 'array'
+				THEN (SELECT string_agg(t, ',') FROM jsonb_array_elements_text(s.settings -> 'types') t) END,
+		   s.settings ->> 'repo'
+	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
+$$;
+COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
+	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON).';
+
+---------------------------------------------------------------------------
+-- Sweeps
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@._sweep_targets(p_interval interval)
+RETURNS TABLE (source_id integer, object_type text)
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+	/* every (enabled source with a read API, routed object type) whose last run is older than the interval */
+	SELECT DISTINCT s.id, r.object_type
+	  FROM webhook_inbox.sources s
+	  JOIN webhook_inbox.routes r ON (r.source_id = s.id OR r.source_kind = s.kind)
+	 WHERE s.enabled AND s.api_base IS NOT NULL AND s.flagged IS NULL
+	   AND r.class IN ('state', 'occurrence') AND r.object_type IS NOT NULL
+	   /* only types this source has actually sent: a preset route is no promise of a list API */
+	   AND (EXISTS (SELECT 1 FROM webhook_inbox.objects o
+					 WHERE o.source_id = s.id AND o.object_type = r.object_type)
+			OR EXISTS (SELECT 1 FROM webhook_inbox.occurrences o
+						WHERE o.source_id = s.id AND o.kind = r.object_type))
+	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.sweep_runs w
+						WHERE w.source_id = s.id AND w.object_type = r.object_type
+						  AND w.started_at > now() - p_interval)
+	 ORDER BY 1, 2
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_targets(interval) IS
+	'The (source, object type) pairs due for a scheduled sweep.';
+
+CREATE FUNCTION @extschema@._sweep_begin(p_source_id integer, p_object_type text, p_trigger text,
+	p_overlap interval, OUT run_id bigint, OUT since_epoch bigint)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	cp timestamptz;
+BEGIN
+	SELECT c.checkpoint INTO cp FROM webhook_inbox.sweep_checkpoints c
+	 WHERE c.source_id = p_source_id AND c.object_type = p_object_type;
+	INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, listed_since)
+	VALUES (p_source_id, p_object_type, p_trigger, cp - p_overlap)
+	RETURNING id INTO run_id;
+	since_epoch := coalesce(floor(extract(epoch FROM cp - p_overlap))::bigint, 0);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval) IS
+	'Starts a sweep run; lists from the checkpoint minus the overlap (from the beginning without a checkpoint).';
+
+CREATE FUNCTION @extschema@._sweep_page(p_run_id bigint, p_body text, p_items_path jsonpath,
+	p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
+RETURNS TABLE (object_id text, item jsonb, deleted boolean, has_more boolean, last_id text)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	w webhook_inbox.sweep_runs;
+	doc jsonb;
+	n integer;
+	more boolean;
+	last text;
+BEGIN
+	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
+	BEGIN
+		doc := p_body::jsonb;
+	EXCEPTION WHEN others THEN
+		RAISE EXCEPTION 'the list response is not JSON' USING ERRCODE = 'invalid_text_representation';
+	END;
+	SELECT count(*), (array_agg(webhook_inbox._scalar_text(it -> 'id') ORDER BY k DESC))[1] INTO n, last
+	  FROM jsonb_path_query(doc, p_items_path) WITH ORDINALITY AS q(it, k)
+	 WHERE jsonb_typeof(it) = 'object';
+	more := coalesce(doc ->> 'has_more', 'false') = 'true';
+	UPDATE webhook_inbox.sweep_runs x SET pages = x.pages + 1, listed = x.listed + n WHERE x.id = p_run_id;
+
+	/* what differs from the mirror */
+	RETURN QUERY
+	WITH items AS (
+		SELECT webhook_inbox._scalar_text(it -> 'id') AS id, it AS item,
+			   coalesce(it ->> 'deleted', 'false') = 'true' AS deleted,
+			   CASE WHEN p_status_path IS NOT NULL
+					THEN webhook_inbox._scalar_text(jsonb_path_query_first(it, p_status_path)) END AS st,
+			   CASE WHEN p_version_path IS NOT NULL
+					THEN webhook_inbox._version_of(jsonb_path_query_first(it, p_version_path)) END AS ver
+		  FROM jsonb_path_query(doc, p_items_path) it
+		 WHERE jsonb_typeof(it) = 'object')
+	SELECT x.id, x.item, x.deleted, more, last
+	  FROM items x
+	 WHERE x.id IS NOT NULL AND CASE
+		WHEN p_occurrence THEN NOT x.deleted AND NOT EXISTS (
+			SELECT 1 FROM webhook_inbox.occurrences o
+			 WHERE o.source_id = w.source_id AND o.kind = w.object_type AND o.occurrence_id = x.id)
+		WHEN x.deleted THEN EXISTS (
+			SELECT 1 FROM webhook_inbox.objects o
+			 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = x.id
+			   AND NOT o.deleted)
+		ELSE NOT EXISTS (
+			SELECT 1 FROM webhook_inbox.objects o
+			 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = x.id
+			   AND NOT o.deleted AND o.status IS NOT DISTINCT FROM x.st
+			   AND (p_version_path IS NULL OR o.version IS NOT DISTINCT FROM x.ver))
+		END;
+	IF NOT FOUND THEN
+		/* one row still carries the paging facts */
+		RETURN QUERY SELECT NULL::text, NULL::jsonb, NULL::boolean, more, last;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_page(bigint, text, jsonpath, jsonpath, jsonpath, boolean) IS
+	'Reads one page of a list response, counts it into the run, and returns the items that differ from the mirror (rows with a NULL object_id only carry has_more and the last id for paging).';
+
+CREATE FUNCTION @extschema@._sweep_lease(p_source_id integer, p_object_type text, p_object_id text,
+	p_holder text, p_lease interval)
+RETURNS bigint
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+	/* the same lease claim() takes: a live claim wins, the sweep skips the object */
+	INSERT INTO webhook_inbox.object_leases AS l (source_id, object_type, object_id, token, holder, expires_at)
+	VALUES (p_source_id, p_object_type, p_object_id, nextval('webhook_inbox.claim_token_seq'), p_holder,
+			now() + p_lease)
+	ON CONFLICT (source_id, object_type, object_id) DO UPDATE
+	   SET token = EXCLUDED.token, holder = EXCLUDED.holder, claimed_at = now(), expires_at = EXCLUDED.expires_at
+	 WHERE l.expires_at <= now()
+	RETURNING l.token
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval) IS
+	'Takes an object''s lease for a sweep repair, with a fresh fencing token; NULL while a claim holds it.';
+
+CREATE FUNCTION @extschema@._sweep_repair(p_run_id bigint, p_token bigint, p_object_id text, p_object jsonb,
+	p_deleted boolean, p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	w webhook_inbox.sweep_runs;
+	s webhook_inbox.sources;
+	b jsonb;
+	a jsonb;
+	res text;
+BEGIN
+	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
+	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = w.source_id;
+	IF p_occurrence THEN
+		IF webhook_inbox.record_occurrence(s.name, w.object_type, p_object_id, p_object, NULL,
+				CASE WHEN jsonb_typeof(p_object -> 'amount') = 'number'
+					 THEN (p_object ->> 'amount')::numeric::bigint END,
+				p_object ->> 'currency') THEN
+			res := 'recorded';
+		ELSE
+			res := 'duplicate';
+		END IF;
+		b := NULL;
+		a := jsonb_build_object('occurrence', p_object_id);
+	ELSE
+		SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO b
+		  FROM webhook_inbox.objects o
+		 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
+		res := webhook_inbox._save_present(p_token, p_object, p_deleted, p_status_path, p_version_path,
+			format('sweep %s', p_run_id));
+		SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO a
+		  FROM webhook_inbox.objects o
+		 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
+	END IF;
+	IF p_token IS NOT NULL THEN
+		DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
+	END IF;
+	IF res IN ('applied', 'tombstone', 'recorded') THEN
+		INSERT INTO webhook_inbox.repairs (run_id, source_id, object_type, object_id, before, after, outcome)
+		VALUES (p_run_id, w.source_id, w.object_type, p_object_id, b, a, res);
+		UPDATE webhook_inbox.sweep_runs x SET repaired = x.repaired + 1, differences = x.differences + 1
+		 WHERE x.id = p_run_id;
+	ELSE
+		UPDATE webhook_inbox.sweep_runs x SET differences = x.differences + 1 WHERE x.id = p_run_id;
+	END IF;
+	RETURN res;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_repair(bigint, bigint, text, jsonb, boolean, jsonpath, jsonpath, boolean) IS
+	'Repairs one difference through the guarded save path under the sweep''s lease (released here), recording the repair with the mirror before and after.';
+
+CREATE FUNCTION @extschema@._sweep_count(p_run_id bigint, p_token bigint, p_skipped integer,
+	p_errors integer)
+RETURNS void
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+	DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
+	UPDATE webhook_inbox.sweep_runs x
+	   SET skipped = x.skipped + p_skipped, errors = x.errors + p_errors,
+		   differences = x.differences + p_skipped + p_errors
+	 WHERE x.id = p_run_id;
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_count(bigint, bigint, integer, integer) IS
+	'Counts differences a sweep could not repair: skipped (a claim holds the object) or failed; releases the sweep''s lease if it took one.';
+
+CREATE FUNCTION @extschema@._sweep_finish(p_run_id bigint, p_error text)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	w webhook_inbox.sweep_runs;
+BEGIN
+	UPDATE webhook_inbox.sweep_runs x
+	   SET status = CASE WHEN p_error IS NULL AND x.errors = 0 THEN 'complete' ELSE 'failed' END,
+		   error = coalesce(p_error, CASE WHEN x.errors > 0 THEN format('%s repairs failed', x.errors) END),
+		   finished_at = clock_timestamp()
+	 WHERE x.id = p_run_id
+	RETURNING * INTO w;
+	IF w.status = 'complete' THEN
+		/* only a complete pass moves the checkpoint, to the run's start */
+		INSERT INTO webhook_inbox.sweep_checkpoints AS c (source_id, object_type, checkpoint, last_run_id)
+		VALUES (w.source_id, w.object_type, w.started_at, w.id)
+		ON CONFLICT (source_id, object_type) DO UPDATE
+		   SET checkpoint = greatest(c.checkpoint, EXCLUDED.checkpoint), last_run_id = EXCLUDED.last_run_id,
+			   updated_at = now();
+	END IF;
+	RETURN w.status;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_finish(bigint, text) IS
+	'Ends a sweep run: complete (checkpoint moves to the run''s start) or failed (checkpoint stays).';
+
+CREATE FUNCTION @extschema@._sweep_now(source text, object_type text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'wi_sweep_now'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@._sweep_now(text, text) IS
+	'Runs one sweep in this session; returns the sweep_runs id.';
+
+CREATE FUNCTION @extschema@.sweep_now(source text, object_type text)
+RETURNS SETOF @extschema@.sweep_runs
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	run bigint;
+BEGIN
+	run := webhook_inbox._sweep_now(source, object_type);
+	RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs WHERE id = run;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.sweep_now(text, text) IS
+	'Runs one reconciliation sweep of a source''s object type now, synchronously in this session and inside this transaction (its repairs commit with it), and returns its sweep_runs row. Raises if the source has no list API for the type.';
+
+CREATE VIEW @extschema@.sweep_health AS
+SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.status AS last_status,
+	   r.started_at AS last_started_at, r.finished_at - r.started_at AS last_duration,
+	   r.listed AS last_listed, r.repaired AS last_repaired, r.skipped AS last_skipped,
+	   r.errors AS last_errors, r.error AS last_error,
+	   (SELECT count(*) FROM webhook_inbox.sweep_runs x
+		 WHERE x.source_id = t.source_id AND x.object_type = t.object_type
+		   AND x.status = 'failed' AND x.started_at > now() - interval '1 day') AS failed_last_day,
+	   (SELECT coalesce(sum(x.repaired), 0) FROM webhook_inbox.sweep_runs x
+		 WHERE x.source_id = t.source_id AND x.object_type = t.object_type
+		   AND x.started_at > now() - interval '1 day') AS repaired_last_day,
+	   now() - c.checkpoint AS checkpoint_age
+  FROM (SELECT DISTINCT x.source_id, x.object_type FROM webhook_inbox.sweep_runs x
+		UNION SELECT x.source_id, x.object_type FROM webhook_inbox.sweep_checkpoints x) t
+  JOIN webhook_inbox.sources s ON s.id = t.source_id
+  LEFT JOIN webhook_inbox.sweep_checkpoints c ON c.source_id = t.source_id AND c.object_type = t.object_type
+  LEFT JOIN LATERAL (SELECT * FROM webhook_inbox.sweep_runs x
+					  WHERE x.source_id = t.source_id AND x.object_type = t.object_type
+					  ORDER BY x.started_at DESC LIMIT 1) r ON true;
+COMMENT ON VIEW @extschema@.sweep_health IS
+	'What to alert on for sweeps: per (source, object type) the last run, its repairs (a webhook path losing events shows here), failures in the last day and the checkpoint''s age.';
+
+---------------------------------------------------------------------------
+-- Counters
+---------------------------------------------------------------------------
+
+CREATE FUNCTION @extschema@.worker_stats(
+	OUT worker_pid integer, OUT claimed bigint, OUT events bigint, OUT fetched bigint,
+	OUT fetch_errors bigint, OUT saved bigint, OUT duplicates bigint, OUT stale bigint,
+	OUT ties bigint, OUT backward bigint, OUT occurrences bigint, OUT ignored bigint,
+	OUT tombstones bigint, OUT retries bigint, OUT quarantined bigint, OUT unorderable bigint,
+	OUT fenced bigint, OUT deferred bigint, OUT rate_limited bigint, OUT auth_refused bigint,
+	OUT sweeps bigint, OUT sweeps_failed bigint, OUT repairs bigint, OUT errors bigint,
+	OUT fetch_latency_avg_ms double precision, OUT fetch_latency_max_ms double precision)
+AS 'MODULE_PATHNAME', 'wi_worker_stats'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.worker_stats() IS
+	'The background worker''s counters since the server started (zeros without shared_preload_libraries).';
+
+CREATE VIEW @extschema@.worker_counters AS SELECT * FROM @extschema@.worker_stats();
+COMMENT ON VIEW @extschema@.worker_counters IS
+	'The background worker''s counters: claims, fetches and their latency, saves, stale, ties, backward, retries, quarantines, sweeps and repairs.';
+
+REVOKE ALL ON @extschema@.sweep_checkpoints, @extschema@.sweep_runs, @extschema@.repairs,
+	@extschema@.sweep_health, @extschema@.worker_counters FROM PUBLIC;
+GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
+GRANT SELECT ON @extschema@.worker_counters, @extschema@.sweep_health TO pg_monitor;
+GRANT EXECUTE ON FUNCTION @extschema@.worker_stats() TO pg_monitor;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sweep_checkpoints', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sweep_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.repairs', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.sweep_runs_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.repairs_id_seq', '');
