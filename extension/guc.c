@@ -22,14 +22,21 @@ int			wi_max_attempts = 8;
 int			wi_sweep_interval_s = 300;
 int			wi_sweep_overlap_s = 60;
 int			wi_naptime_ms = 1000;
+char	   *wi_effects_fault = NULL;
 
+/*
+ * Define the settings.  The worker's database can only be chosen at server
+ * start, so it exists only when the library is preloaded (a postmaster-level
+ * setting cannot be created in a running server).
+ */
 void
-wi_guc_init(void)
+wi_guc_init(bool preloading)
 {
-	DefineCustomStringVariable("webhook_inbox.database",
-							   "Database in which the background worker processes the inbox.",
-							   NULL, &wi_database, "postgres",
-							   PGC_POSTMASTER, 0, NULL, NULL, NULL);
+	if (preloading)
+		DefineCustomStringVariable("webhook_inbox.database",
+								   "Database in which the background worker processes the inbox.",
+								   NULL, &wi_database, "postgres",
+								   PGC_POSTMASTER, 0, NULL, NULL, NULL);
 	DefineCustomBoolVariable("webhook_inbox.enabled",
 							 "Whether the background worker processes the inbox.",
 							 NULL, &wi_enabled, true,
@@ -66,5 +73,10 @@ wi_guc_init(void)
 							"Fallback wait of the worker when nothing wakes it.",
 							NULL, &wi_naptime_ms, 1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomStringVariable("webhook_inbox.effects_fault",
+							   "Fault injection for testing crash boundaries of effects: after_claim or after_send.",
+							   "Ends the session at that point, as a crash would. Leave empty in production.",
+							   &wi_effects_fault, "",
+							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("webhook_inbox");
 }

@@ -53,4 +53,22 @@ is($node->safe_psql('postgres', 'SELECT count(*) FROM webhook_inbox.inbox'), '1'
 	'inbox durable across restart');
 
 $node->stop;
+
+# without shared_preload_libraries every SQL function still works
+my $plain = PostgreSQL::Test::Cluster->new('plain');
+$plain->init;
+$plain->start;
+$plain->safe_psql('postgres', 'CREATE EXTENSION webhook_inbox');
+$plain->safe_psql('postgres', q{SELECT webhook_inbox.create_source('s', 'stripe', 'whsec_x')});
+is($plain->safe_psql('postgres', q{
+	SELECT webhook_inbox.intake('s', '{}', convert_to(
+		'{"id":"evt_1","type":"payment_intent.captured","data":{"object":{"id":"pi_1","status":"captured"}}}', 'UTF8'))}),
+	'new', 'intake without preloading');
+is($plain->safe_psql('postgres', q{SHOW webhook_inbox.max_attempts}), '8',
+	'settings exist without preloading');
+($ret, $out, $err) = $plain->psql('postgres', 'SHOW webhook_inbox.database');
+like($err, qr/unrecognized configuration parameter "webhook_inbox.database"/,
+	'the worker database is a server-start setting');
+$plain->stop;
+
 done_testing();

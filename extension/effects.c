@@ -1,0 +1,335 @@
+/*
+ * effects.c
+ *		Execution of external http effects: claim, send, store.
+ *
+ * An effect is an approved operation with its exact request and a stable
+ * idempotency key.  Executing one is split so that a crash anywhere leaves a
+ * state that says what is known:
+ *
+ *	1. _effects_claim() (SQL) takes due effects under a fencing token and
+ *	   records the attempt; this is committed before anything is sent.
+ *	2. The request goes out (libcurl, outside any transaction).
+ *	3. _effects_store() (SQL) keeps the answer, guarded by the token, and
+ *	   commits: done, failed (a definitive rejection), pending (provably not
+ *	   performed), or uncertain (sent, outcome unknown).
+ *
+ * A crash between 1 and 3 leaves 'submitting' with a lease; when the lease
+ * expires the effect becomes uncertain and is recovered by lookup, by a
+ * same-key retry where the provider's idempotency allows it, or by a person.
+ * Nothing is ever submitted under a new key.
+ *
+ * wi_effects_cycle() runs the three steps once; the background worker calls
+ * it inside its loop, and the procedure run_effects() lets SQL do the same.
+ */
+#include "postgres.h"
+
+#include <curl/curl.h>
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+
+#include "webhook_inbox.h"
+
+PG_FUNCTION_INFO_V1(wi_run_effects);
+
+#define MAX_RESPONSE	(64 * 1024)
+
+/* One claimed effect: what to send, and what came back. */
+typedef struct EffectJob
+{
+	int64		id;
+	int64		token;
+	char	   *action;
+	char	   *method;
+	char	   *url;
+	char	   *body;
+	char	   *content_type;
+	char	   *idempotency_key;
+	char	   *auth_name;
+	char	   *auth_value;
+	/* results */
+	long		http_status;
+	const char *transport;		/* ok, not_sent, unknown */
+	char	   *error;
+	StringInfoData response;
+} EffectJob;
+
+static bool curl_ready = false;
+
+static char *
+copy_value(HeapTuple tup, TupleDesc desc, int col)
+{
+	char	   *v = SPI_getvalue(tup, desc, col);
+
+	return v ? pstrdup(v) : NULL;
+}
+
+static size_t
+collect_response(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	StringInfo	buf = (StringInfo) userdata;
+	size_t		n = size * nmemb;
+
+	/* keep the head of a large answer; the rest is drained */
+	if (buf->len < MAX_RESPONSE)
+		appendBinaryStringInfo(buf, ptr, Min(n, (size_t) (MAX_RESPONSE - buf->len)));
+	return n;
+}
+
+/*
+ * Did the request possibly reach the provider?  Errors before the connection
+ * was made prove it did not; everything after may have been processed.
+ */
+static const char *
+classify_transport(CURLcode rc)
+{
+	switch (rc)
+	{
+		case CURLE_OK:
+			return "ok";
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_COULDNT_RESOLVE_PROXY:
+		case CURLE_COULDNT_CONNECT:
+		case CURLE_SSL_CONNECT_ERROR:
+		case CURLE_PEER_FAILED_VERIFICATION:
+		case CURLE_URL_MALFORMAT:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+			return "not_sent";
+		default:
+			return "unknown";
+	}
+}
+
+/* Send one request; never raises (errors become job->transport/error). */
+static void
+perform_job(EffectJob *job)
+{
+	CURL	   *curl = NULL;
+	struct curl_slist *headers = NULL;
+	char	   *line;
+	CURLcode	rc;
+
+	initStringInfo(&job->response);
+	curl = curl_easy_init();
+	if (curl == NULL)
+	{
+		job->transport = "not_sent";
+		job->error = pstrdup("could not initialise libcurl");
+		return;
+	}
+	if (job->idempotency_key)
+	{
+		line = psprintf("Idempotency-Key: %s", job->idempotency_key);
+		headers = curl_slist_append(headers, line);
+	}
+	if (job->auth_name && job->auth_value)
+	{
+		line = psprintf("%s: %s", job->auth_name, job->auth_value);
+		headers = curl_slist_append(headers, line);
+	}
+	if (job->content_type && job->body)
+	{
+		line = psprintf("Content-Type: %s", job->content_type);
+		headers = curl_slist_append(headers, line);
+	}
+	headers = curl_slist_append(headers, "Expect:");
+	curl_easy_setopt(curl, CURLOPT_URL, job->url);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, job->method);
+	if (job->body)
+	{
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, job->body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(job->body));
+	}
+	else if (strcmp(job->method, "GET") == 0)
+		curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long) wi_http_timeout_ms);
+	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long) Min(wi_http_timeout_ms, 5000));
+	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(curl, CURLOPT_USERAGENT, "webhook_inbox/0.1.0");
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_response);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &job->response);
+
+	rc = curl_easy_perform(curl);
+	job->transport = classify_transport(rc);
+	if (rc == CURLE_OK)
+		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &job->http_status);
+	else
+		job->error = pstrdup(curl_easy_strerror(rc));
+
+	curl_slist_free_all(headers);
+	curl_easy_cleanup(curl);
+}
+
+/*
+ * Test hook: webhook_inbox.effects_fault ends the session at a crash
+ * boundary, exactly as a crash there would (the open transaction is lost).
+ */
+static void
+maybe_fault(const char *point)
+{
+	const char *fault = GetConfigOption("webhook_inbox.effects_fault", true, false);
+
+	if (fault && strcmp(fault, point) == 0)
+		ereport(FATAL,
+				(errcode(ERRCODE_ADMIN_SHUTDOWN),
+				 errmsg("webhook_inbox: injected fault at %s", point)));
+}
+
+/*
+ * Run one claim/send/store cycle for up to max_effects http effects.
+ *
+ * Must be called with a transaction open and no SPI connection; it commits
+ * that transaction (and the ones it starts) and returns with a new one open.
+ * Returns the number of effects it sent a request for.
+ */
+int
+wi_effects_cycle(const char *worker, int max_effects)
+{
+	MemoryContext jobcxt;
+	MemoryContext oldcxt;
+	EffectJob  *jobs;
+	int			njobs = 0;
+	int			rc;
+
+	if (!curl_ready)
+	{
+		if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
+			elog(ERROR, "webhook_inbox: could not initialise libcurl");
+		curl_ready = true;
+	}
+
+	/* the jobs outlive the transactions below */
+	jobcxt = AllocSetContextCreate(TopMemoryContext, "webhook_inbox effects", ALLOCSET_DEFAULT_SIZES);
+
+	PG_TRY();
+	{
+		Oid			types[4] = {TEXTOID, INT4OID, INTERVALOID, INT4OID};
+		Datum		args[4];
+
+		if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+			elog(ERROR, "webhook_inbox: SPI_connect failed");
+
+		args[0] = CStringGetTextDatum(worker);
+		args[1] = Int32GetDatum(max_effects);
+		args[2] = DirectFunctionCall3(interval_in, CStringGetDatum(psprintf("%d ms", wi_lease_ms)),
+									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
+		args[3] = Int32GetDatum(wi_max_attempts);
+		rc = SPI_execute_with_args("SELECT * FROM webhook_inbox._effects_claim($1, $2, $3, $4)",
+								   4, types, args, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "webhook_inbox: claiming effects failed: %s", SPI_result_code_string(rc));
+
+		oldcxt = MemoryContextSwitchTo(jobcxt);
+		jobs = palloc0(sizeof(EffectJob) * (SPI_processed + 1));
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			EffectJob  *j = &jobs[njobs++];
+			bool		isnull;
+
+			j->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			j->token = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			j->action = copy_value(tup, desc, 3);
+			j->method = copy_value(tup, desc, 4);
+			j->url = copy_value(tup, desc, 5);
+			j->body = copy_value(tup, desc, 6);
+			j->content_type = copy_value(tup, desc, 7);
+			j->idempotency_key = copy_value(tup, desc, 8);
+			j->auth_name = copy_value(tup, desc, 9);
+			j->auth_value = copy_value(tup, desc, 10);
+		}
+		MemoryContextSwitchTo(oldcxt);
+
+		/* the attempts are on record before any request leaves */
+		SPI_commit();
+		if (njobs > 0)
+			maybe_fault("after_claim");
+
+		oldcxt = MemoryContextSwitchTo(jobcxt);
+		for (int i = 0; i < njobs; i++)
+		{
+			CHECK_FOR_INTERRUPTS();
+			perform_job(&jobs[i]);
+		}
+		MemoryContextSwitchTo(oldcxt);
+		if (njobs > 0)
+			maybe_fault("after_send");
+
+		for (int i = 0; i < njobs; i++)
+		{
+			Oid			stypes[7] = {INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID};
+			Datum		sargs[7];
+			char		snulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+			EffectJob  *j = &jobs[i];
+
+			sargs[0] = Int64GetDatum(j->id);
+			sargs[1] = Int64GetDatum(j->token);
+			sargs[2] = CStringGetTextDatum(j->action);
+			sargs[3] = Int32GetDatum((int32) j->http_status);
+			if (strcmp(j->transport, "ok") != 0)
+				snulls[3] = 'n';
+			sargs[4] = CStringGetTextDatum(j->transport);
+			/* a provider's answer may be anything: keep valid text only */
+			if (j->response.len > 0 && pg_verifymbstr(j->response.data, j->response.len, true))
+				sargs[5] = CStringGetTextDatum(j->response.data);
+			else
+				snulls[5] = 'n';
+			if (j->error)
+				sargs[6] = CStringGetTextDatum(j->error);
+			else
+				snulls[6] = 'n';
+			rc = SPI_execute_with_args("SELECT webhook_inbox._effects_store($1, $2, $3, $4, $5, $6, $7)",
+									   7, stypes, sargs, snulls, false, 1);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "webhook_inbox: storing an effect's answer failed: %s",
+					 SPI_result_code_string(rc));
+			SPI_commit();
+		}
+		SPI_finish();
+	}
+	PG_FINALLY();
+	{
+		MemoryContextDelete(jobcxt);
+	}
+	PG_END_TRY();
+
+	return njobs;
+}
+
+/*
+ * CALL webhook_inbox.run_effects(max_effects, worker)
+ *
+ * Needs to commit between its steps, so it refuses to run inside an outer
+ * transaction block.
+ */
+Datum
+wi_run_effects(PG_FUNCTION_ARGS)
+{
+	CallContext *cc = (CallContext *) fcinfo->context;
+	int32		max_effects = PG_ARGISNULL(0) ? 10 : PG_GETARG_INT32(0);
+	char	   *worker = PG_ARGISNULL(1) ? "sql" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	if (cc == NULL || !IsA(cc, CallContext) || cc->atomic)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
+				 errmsg("run_effects() cannot run inside a transaction block"),
+				 errdetail("It commits each attempt before the request is sent."),
+				 errhint("CALL it on its own, outside BEGIN ... COMMIT.")));
+	if (max_effects < 1 || max_effects > 1000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_effects must be between 1 and 1000")));
+	(void) wi_effects_cycle(worker, max_effects);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,477 @@
+---------------------------------------------------------------------------
+-- Effects: once per transition, and external effects whose outcome is uncertain
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.effect_rules (
+	id				serial PRIMARY KEY,
+	source_id		integer REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	object_type		text NOT NULL,
+	from_status		text NOT NULL DEFAULT '*',
+	to_status		text NOT NULL,
+	kind			text NOT NULL CONSTRAINT effect_rules_kind_check CHECK (kind ~ '^[a-z][a-z0-9_]*$'),
+	request			jsonb NOT NULL DEFAULT '{}'
+		CONSTRAINT effect_rules_request_check CHECK (jsonb_typeof(request) = 'object'),
+	owner			text NOT NULL DEFAULT 'engineering'
+		CONSTRAINT effect_rules_owner_check CHECK (owner IN ('engineering', 'operations', 'finance')),
+	enabled			boolean NOT NULL DEFAULT true,
+	CONSTRAINT effect_rules_unique UNIQUE NULLS NOT DISTINCT (source_id, object_type, from_status, to_status, kind)
+);
+COMMENT ON TABLE @extschema@.effect_rules IS
+	'Side effects per status transition: (object type, from status or *, to status) fires an effect of a kind, once per transition. Kind http is executed by the worker; other kinds wait in the outbox for local consumers.';
+
+CREATE TABLE @extschema@.effects (
+	id				bigserial PRIMARY KEY,
+	effect_key		text NOT NULL CONSTRAINT effects_key UNIQUE
+		CONSTRAINT effects_key_check CHECK (effect_key <> ''),
+	kind			text NOT NULL CONSTRAINT effects_kind_check CHECK (kind ~ '^[a-z][a-z0-9_]*$'),
+	source_id		integer REFERENCES @extschema@.sources (id),
+	object_type		text,
+	object_id		text,
+	transition_id	bigint,
+	rule_id			integer,
+	request			jsonb NOT NULL DEFAULT '{}',
+	idempotency_key text NOT NULL CONSTRAINT effects_idempotency_key_check
+		CHECK (idempotency_key <> '' AND length(idempotency_key) <= 255),
+	amount			bigint,
+	ceiling_group	text,
+	status			text NOT NULL DEFAULT 'pending'
+		CONSTRAINT effects_status_check CHECK (status IN ('pending', 'submitting', 'done', 'failed',
+			'uncertain', 'quarantined')),
+	owner			text NOT NULL DEFAULT 'engineering'
+		CONSTRAINT effects_owner_check CHECK (owner IN ('engineering', 'operations', 'finance')),
+	reason			text,
+	attempts		integer NOT NULL DEFAULT 0,
+	next_attempt_at timestamptz NOT NULL DEFAULT now(),
+	claim_token		bigint,
+	holder			text,
+	lease_expires_at timestamptz,
+	response_status integer,
+	response		text,
+	created_at		timestamptz NOT NULL DEFAULT now(),
+	updated_at		timestamptz NOT NULL DEFAULT now(),
+	uncertain_since timestamptz,
+	CONSTRAINT effects_http_check CHECK (kind <> 'http' OR (source_id IS NOT NULL
+		AND request ? 'method' AND request ? 'path'))
+);
+CREATE INDEX effects_due_idx ON @extschema@.effects (next_attempt_at)
+	WHERE status IN ('pending', 'submitting', 'uncertain');
+CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, object_type, object_id);
+COMMENT ON TABLE @extschema@.effects IS
+	'Approved operations, one per effect_key, with their exact request and a stable idempotency key. States: pending, submitting, done, failed (a definitive rejection), uncertain (sent, outcome unknown), quarantined (a person decides).';
+
+CREATE TABLE @extschema@.effect_attempts (
+	id				bigserial PRIMARY KEY,
+	effect_id		bigint NOT NULL REFERENCES @extschema@.effects (id) ON DELETE CASCADE,
+	claim_token		bigint NOT NULL,
+	action			text NOT NULL CONSTRAINT effect_attempts_action_check CHECK (action IN ('submit', 'lookup')),
+	started_at		timestamptz NOT NULL DEFAULT clock_timestamp(),
+	finished_at		timestamptz,
+	outcome			text,
+	http_status		integer,
+	error			text
+);
+CREATE INDEX effect_attempts_effect_idx ON @extschema@.effect_attempts (effect_id);
+COMMENT ON TABLE @extschema@.effect_attempts IS
+	'Every submission and lookup, recorded (and committed) before the request leaves.';
+
+CREATE TABLE @extschema@.effect_resolutions (
+	id				bigserial PRIMARY KEY,
+	effect_id		bigint NOT NULL REFERENCES @extschema@.effects (id) ON DELETE CASCADE,
+	previous_status text NOT NULL,
+	outcome			text NOT NULL,
+	note			text NOT NULL,
+	resolved_by		text NOT NULL DEFAULT current_user,
+	resolved_at		timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE @extschema@.effect_resolutions IS 'Audit of every decision taken with resolve_effect().';
+
+/*
+ * Fire the matching rules of an applied transition, in its transaction.  The
+ * key names the transition row, so a duplicate, late or replayed event (which
+ * applies no transition) can never fire an effect a second time.
+ */
+CREATE FUNCTION @extschema@._fire_effects() RETURNS trigger
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF NOT NEW.applied THEN
+		RETURN NULL;
+	END IF;
+	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, object_type, object_id, transition_id,
+									   rule_id, request, idempotency_key, owner)
+	SELECT k.key, r.kind, NEW.source_id, NEW.object_type, NEW.object_id, NEW.id, r.id,
+		   replace(replace(replace(replace(r.request::text, '{object_id}', NEW.object_id),
+			   '{object_type}', NEW.object_type), '{from}', coalesce(NEW.from_status, '')),
+			   '{to}', NEW.to_status)::jsonb,
+		   'wi-' || md5(k.key), r.owner
+	  FROM webhook_inbox.effect_rules r
+	  CROSS JOIN LATERAL (SELECT format('%s:%s:%s/%s:%s->%s#%s', r.kind, NEW.source_id, NEW.object_type,
+										NEW.object_id, coalesce(NEW.from_status, ''), NEW.to_status, NEW.id) AS key) k
+	 WHERE r.enabled
+	   AND (r.source_id IS NULL OR r.source_id = NEW.source_id)
+	   AND r.object_type = NEW.object_type
+	   AND (r.from_status = '*' OR r.from_status = NEW.from_status)
+	   AND r.to_status = NEW.to_status
+	ON CONFLICT ON CONSTRAINT effects_key DO NOTHING;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._fire_effects() IS
+	'Inserts the effects of an applied transition, keyed by (kind, source, object, transition).';
+CREATE TRIGGER transitions_fire_effects AFTER INSERT ON @extschema@.transitions
+	FOR EACH ROW EXECUTE FUNCTION @extschema@._fire_effects();
+
+CREATE FUNCTION @extschema@.request_effect(effect_key text, kind text, request jsonb,
+	idempotency_key text DEFAULT NULL, source text DEFAULT NULL, owner text DEFAULT 'engineering',
+	amount bigint DEFAULT NULL, ceiling_group text DEFAULT NULL, ceiling bigint DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e webhook_inbox.effects;
+	sid integer;
+	used bigint;
+	new_id bigint;
+BEGIN
+	IF effect_key IS NULL OR effect_key = '' THEN
+		RAISE EXCEPTION 'effect_key must not be empty' USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Name the approved business operation, e.g. ''refund:order-1042:approval-77''.';
+	END IF;
+	IF kind IS NULL OR kind !~ '^[a-z][a-z0-9_]*$' THEN
+		RAISE EXCEPTION 'invalid effect kind "%"', kind USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Use http for requests the worker sends, or a lowercase name for local consumers.';
+	END IF;
+	IF request IS NULL OR jsonb_typeof(request) <> 'object' THEN
+		RAISE EXCEPTION 'request must be a JSON object' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF kind = 'http' AND (source IS NULL OR NOT request ? 'method' OR NOT request ? 'path'
+						  OR (request ->> 'path') !~ '^/') THEN
+		RAISE EXCEPTION 'an http effect needs a source and a request with method and path'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'For example: request => ''{"method": "POST", "path": "/v1/refunds", "body": {"payment_intent": "pi_1", "amount": 500}}''.';
+	END IF;
+	IF owner IS NULL OR owner NOT IN ('engineering', 'operations', 'finance') THEN
+		RAISE EXCEPTION 'invalid owner "%"', owner USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Owners are engineering, operations and finance.';
+	END IF;
+	IF (ceiling IS NULL) <> (ceiling_group IS NULL) OR (ceiling IS NOT NULL AND amount IS NULL) THEN
+		RAISE EXCEPTION 'a ceiling needs a ceiling_group and an amount' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF source IS NOT NULL THEN
+		sid := webhook_inbox._source_id(source);
+	END IF;
+
+	/* the same approved operation: return it if identical, refuse if not */
+	SELECT * INTO e FROM webhook_inbox.effects x WHERE x.effect_key = request_effect.effect_key FOR UPDATE;
+	IF FOUND THEN
+		IF e.kind = kind AND e.request = request AND e.source_id IS NOT DISTINCT FROM sid
+		   AND e.idempotency_key = coalesce(request_effect.idempotency_key, request_effect.effect_key)
+		   AND e.amount IS NOT DISTINCT FROM amount THEN
+			RETURN e.id;
+		END IF;
+		RAISE EXCEPTION 'effect "%" was already requested with a different request', effect_key
+			USING ERRCODE = 'unique_violation',
+				  DETAIL = 'An effect key names one approved operation and its exact request.',
+				  HINT = 'A different operation needs a new effect key.';
+	END IF;
+
+	/* the ceiling is a separate check: a second operation within it is still a second operation */
+	IF ceiling IS NOT NULL THEN
+		PERFORM pg_advisory_xact_lock(hashtextextended('webhook_inbox/ceiling/' || ceiling_group, 0));
+		SELECT coalesce(sum(x.amount), 0) INTO used FROM webhook_inbox.effects x
+		 WHERE x.ceiling_group = request_effect.ceiling_group AND x.status <> 'failed';
+		IF used + amount > ceiling THEN
+			RAISE EXCEPTION 'effect "%" would exceed the ceiling of group "%"', effect_key, ceiling_group
+				USING ERRCODE = 'check_violation',
+					  DETAIL = format('%s already approved, %s requested, ceiling %s.', used, amount, ceiling);
+		END IF;
+	END IF;
+
+	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, request, idempotency_key, owner, amount,
+									   ceiling_group)
+	VALUES (effect_key, kind, sid, request, coalesce(request_effect.idempotency_key, effect_key), owner,
+			amount, ceiling_group)
+	RETURNING id INTO new_id;
+	RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, text, bigint, text, bigint) IS
+	'Records an approved operation with its exact request. The same key and request return the existing effect; the same key with another request is refused. Returns the effect id.';
+
+CREATE FUNCTION @extschema@.resolve_effect(effect_id bigint, outcome text, note text) RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e webhook_inbox.effects;
+BEGIN
+	IF outcome IS NULL OR outcome NOT IN ('done', 'failed', 'retry') THEN
+		RAISE EXCEPTION 'invalid outcome "%"', outcome USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'done: the provider did it; failed: it did not and must not be retried; retry: submit again with the same key and body.';
+	END IF;
+	IF note IS NULL OR note = '' THEN
+		RAISE EXCEPTION 'a resolution needs a note' USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Say what evidence the decision rests on.';
+	END IF;
+	SELECT * INTO e FROM webhook_inbox.effects WHERE id = effect_id FOR UPDATE;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'effect % does not exist', effect_id USING ERRCODE = 'undefined_object';
+	END IF;
+	IF e.status NOT IN ('uncertain', 'quarantined', 'failed') THEN
+		RAISE EXCEPTION 'effect % is % and needs no resolution', effect_id, e.status
+			USING ERRCODE = 'object_not_in_prerequisite_state';
+	END IF;
+	INSERT INTO webhook_inbox.effect_resolutions (effect_id, previous_status, outcome, note)
+	VALUES (e.id, e.status, outcome, note);
+	UPDATE webhook_inbox.effects
+	   SET status = CASE outcome WHEN 'retry' THEN 'pending' ELSE outcome END,
+		   reason = 'resolved: ' || note, claim_token = NULL, holder = NULL, lease_expires_at = NULL,
+		   next_attempt_at = now(), updated_at = now()
+	 WHERE id = e.id;
+	RETURN CASE outcome WHEN 'retry' THEN 'pending' ELSE outcome END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.resolve_effect(bigint, text, text) IS
+	'A person''s decision on an uncertain, quarantined or failed effect: done, failed, or retry (same key, same body). Audited in effect_resolutions.';
+
+/* The outbox: effects of other kinds, claimed by the user's own code. */
+CREATE FUNCTION @extschema@.claim_effects(worker text, kinds text[], max_effects integer DEFAULT 10,
+	lease interval DEFAULT '30 seconds')
+RETURNS SETOF webhook_inbox.effects
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF worker IS NULL OR worker = '' OR kinds IS NULL OR cardinality(kinds) = 0 THEN
+		RAISE EXCEPTION 'worker and kinds must not be empty' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF 'http' = ANY (kinds) THEN
+		RAISE EXCEPTION 'http effects are executed by the background worker'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Claim only the kinds your own code executes.';
+	END IF;
+	IF max_effects IS NULL OR max_effects < 1 OR max_effects > 10000 THEN
+		RAISE EXCEPTION 'max_effects must be between 1 and 10000' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF lease IS NULL OR lease <= '0 seconds' THEN
+		RAISE EXCEPTION 'lease must be positive' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	RETURN QUERY
+	WITH c AS (
+		SELECT id FROM webhook_inbox.effects
+		 WHERE kind = ANY (kinds)
+		   AND ((status = 'pending' AND next_attempt_at <= now())
+				OR (status = 'submitting' AND lease_expires_at < now()))
+		 ORDER BY id LIMIT max_effects FOR UPDATE SKIP LOCKED)
+	UPDATE webhook_inbox.effects e
+	   SET status = 'submitting', claim_token = nextval('webhook_inbox.claim_token_seq'), holder = worker,
+		   lease_expires_at = now() + lease, attempts = e.attempts + 1, updated_at = now()
+	  FROM c WHERE e.id = c.id
+	RETURNING e.*;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.claim_effects(text, text[], integer, interval) IS
+	'Outbox for local consumers: claims due effects of the given kinds under a lease with a fencing token.';
+
+CREATE FUNCTION @extschema@.complete_effect(effect_id bigint, claim_token bigint, outcome text DEFAULT 'done',
+	response text DEFAULT NULL)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	n integer;
+BEGIN
+	IF outcome IS NULL OR outcome NOT IN ('done', 'failed', 'retry') THEN
+		RAISE EXCEPTION 'invalid outcome "%"', outcome USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Use done, failed or retry.';
+	END IF;
+	UPDATE webhook_inbox.effects e
+	   SET status = CASE outcome WHEN 'retry' THEN 'pending' ELSE outcome END,
+		   response = complete_effect.response, claim_token = NULL, holder = NULL, lease_expires_at = NULL,
+		   next_attempt_at = CASE outcome WHEN 'retry'
+								  THEN now() + least(interval '1 hour', interval '1 second' * power(2, least(e.attempts, 12)))
+								  ELSE e.next_attempt_at END,
+		   updated_at = now()
+	 WHERE e.id = effect_id AND e.claim_token = complete_effect.claim_token AND e.status = 'submitting';
+	GET DIAGNOSTICS n = ROW_COUNT;
+	IF n = 0 THEN
+		RAISE EXCEPTION 'claim token % is no longer current for effect %', claim_token, effect_id
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = 'The effect was completed, or its lease expired and another consumer took it over.';
+	END IF;
+	RETURN CASE outcome WHEN 'retry' THEN 'pending' ELSE outcome END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.complete_effect(bigint, bigint, text, text) IS
+	'Finishes an outbox effect claimed with claim_effects(); refused for a token that is no longer current.';
+
+CREATE PROCEDURE @extschema@.run_effects(max_effects integer DEFAULT 10, worker text DEFAULT 'sql')
+AS 'MODULE_PATHNAME', 'wi_run_effects'
+LANGUAGE C;
+COMMENT ON PROCEDURE @extschema@.run_effects(integer, text) IS
+	'Executes due http effects once, as the background worker does: claim and record the attempt (committed), send, store the answer; recovers uncertain ones by lookup, same-key retry or quarantine.';
+
+CREATE VIEW @extschema@.effects_unresolved AS
+SELECT e.id, e.effect_key, e.kind, s.name AS source, e.object_type, e.object_id, e.status, e.owner, e.reason,
+	   now() - coalesce(e.uncertain_since, e.created_at) AS age, e.attempts, e.idempotency_key
+  FROM webhook_inbox.effects e LEFT JOIN webhook_inbox.sources s ON s.id = e.source_id
+ WHERE e.status IN ('uncertain', 'quarantined');
+COMMENT ON VIEW @extschema@.effects_unresolved IS
+	'Effects whose outcome a person or a recovery must still establish: age, reason, owner.';
+
+CREATE VIEW @extschema@.effects_health AS
+SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
+	   count(*) FILTER (WHERE status = 'submitting') AS submitting,
+	   count(*) FILTER (WHERE status = 'done') AS done,
+	   count(*) FILTER (WHERE status = 'failed') AS failed,
+	   count(*) FILTER (WHERE status = 'uncertain') AS uncertain,
+	   count(*) FILTER (WHERE status = 'quarantined') AS quarantined,
+	   coalesce(max(now() - coalesce(uncertain_since, created_at))
+				FILTER (WHERE status IN ('uncertain', 'quarantined')), '0 seconds') AS oldest_unresolved_age
+  FROM webhook_inbox.effects;
+COMMENT ON VIEW @extschema@.effects_health IS 'Effect counts by status, for monitoring.';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_rules', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effects', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_attempts', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_resolutions', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_rules_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effects_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_attempts_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_resolutions_id_seq', '');
+
+/*
+ * The worker's side of http effects, in two steps around the request:
+ * _effects_claim() decides and records (committed before anything is sent),
+ * _effects_store() keeps the answer under the claim's fencing token.
+ */
+CREATE FUNCTION @extschema@._effects_claim(p_worker text, p_max integer, p_lease interval,
+	p_max_attempts integer)
+RETURNS TABLE (effect_id bigint, token bigint, action text, method text, url text, body text,
+			   content_type text, idempotency_key text, auth_name text, auth_value text)
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e record;
+	lookup text;
+	retry_same boolean;
+	t bigint;
+	n integer := 0;
+BEGIN
+	/* a worker that stopped while submitting leaves the outcome unknown */
+	UPDATE webhook_inbox.effect_attempts a SET finished_at = clock_timestamp(), outcome = 'abandoned'
+	  FROM webhook_inbox.effects x
+	 WHERE a.effect_id = x.id AND a.claim_token = x.claim_token AND a.finished_at IS NULL
+	   AND x.kind = 'http' AND x.status = 'submitting' AND x.lease_expires_at < now();
+	UPDATE webhook_inbox.effects x
+	   SET status = 'uncertain', uncertain_since = now(), claim_token = NULL, holder = NULL,
+		   reason = 'the worker stopped while submitting', updated_at = now()
+	 WHERE x.kind = 'http' AND x.status = 'submitting' AND x.lease_expires_at < now();
+
+	FOR e IN SELECT x.*, s.kind AS source_kind, s.api_base, s.api_token, s.settings
+			   FROM webhook_inbox.effects x JOIN webhook_inbox.sources s ON s.id = x.source_id
+			  WHERE x.kind = 'http' AND x.status IN ('pending', 'uncertain') AND x.next_attempt_at <= now()
+			  ORDER BY x.id LIMIT p_max FOR UPDATE OF x SKIP LOCKED LOOP
+		IF e.api_base IS NULL THEN
+			UPDATE webhook_inbox.effects SET status = 'quarantined', reason = 'the source has no api_base',
+				   updated_at = now() WHERE id = e.id;
+			CONTINUE;
+		END IF;
+		lookup := e.settings #>> '{effects,lookup}';
+		retry_same := coalesce((e.settings #>> '{effects,retry_same_key}')::boolean, e.source_kind = 'stripe');
+		t := nextval('webhook_inbox.claim_token_seq');
+		IF e.status = 'uncertain' THEN
+			IF lookup IS NULL AND NOT retry_same THEN
+				UPDATE webhook_inbox.effects
+				   SET status = 'quarantined', updated_at = now(),
+					   reason = 'uncertain: the provider offers no lookup and no idempotent retry; ' || coalesce(e.reason, '')
+				 WHERE id = e.id;
+				CONTINUE;
+			END IF;
+			IF lookup IS NOT NULL THEN
+				INSERT INTO webhook_inbox.effect_attempts (effect_id, claim_token, action) VALUES (e.id, t, 'lookup');
+				UPDATE webhook_inbox.effects SET claim_token = t, holder = p_worker, lease_expires_at = now() + p_lease,
+					   updated_at = now() WHERE id = e.id;
+				effect_id := e.id; token := t; action := 'lookup'; method := 'GET';
+				url := rtrim(e.api_base, '/') || replace(lookup, '{key}', e.idempotency_key);
+				body := NULL; content_type := NULL; idempotency_key := NULL;
+				auth_name := CASE e.source_kind WHEN 'shopify' THEN 'X-Shopify-Access-Token' ELSE coalesce(e.settings ->> 'auth_header', 'Authorization') END;
+				auth_value := CASE WHEN e.api_token IS NULL THEN NULL WHEN e.source_kind = 'shopify' THEN e.api_token
+								   ELSE coalesce(e.settings ->> 'auth_prefix', 'Bearer ') || e.api_token END;
+				RETURN NEXT;
+				CONTINUE;
+			END IF;
+			/* the provider's idempotency contract makes a same-key retry safe */
+		END IF;
+		IF e.attempts >= p_max_attempts THEN
+			UPDATE webhook_inbox.effects SET status = 'quarantined', updated_at = now(),
+				   reason = 'max_attempts: ' || coalesce(e.reason, '') WHERE id = e.id;
+			CONTINUE;
+		END IF;
+		INSERT INTO webhook_inbox.effect_attempts (effect_id, claim_token, action) VALUES (e.id, t, 'submit');
+		UPDATE webhook_inbox.effects
+		   SET status = 'submitting', claim_token = t, holder = p_worker, lease_expires_at = now() + p_lease,
+			   attempts = attempts + 1, updated_at = now()
+		 WHERE id = e.id;
+		effect_id := e.id; token := t; action := 'submit'; method := upper(e.request ->> 'method');
+		url := rtrim(e.api_base, '/') || (e.request ->> 'path');
+		body := CASE jsonb_typeof(e.request -> 'body') WHEN 'string' THEN e.request ->> 'body'
+					 WHEN 'object' THEN (e.request -> 'body')::text WHEN 'array' THEN (e.request -> 'body')::text END;
+		content_type := coalesce(e.request ->> 'content_type', 'application/json');
+		idempotency_key := e.idempotency_key;
+		auth_name := CASE e.source_kind WHEN 'shopify' THEN 'X-Shopify-Access-Token' ELSE coalesce(e.settings ->> 'auth_header', 'Authorization') END;
+		auth_value := CASE WHEN e.api_token IS NULL THEN NULL WHEN e.source_kind = 'shopify' THEN e.api_token
+						   ELSE coalesce(e.settings ->> 'auth_prefix', 'Bearer ') || e.api_token END;
+		RETURN NEXT;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effects_claim(text, integer, interval, integer) IS
+	'Claims due http effects and records each attempt before it is sent; decides the recovery of uncertain ones.';
+
+CREATE FUNCTION @extschema@._effects_store(p_id bigint, p_token bigint, p_action text, p_http_status integer,
+	p_transport text, p_response text, p_error text)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e webhook_inbox.effects;
+	v_outcome text;
+	backoff interval;
+BEGIN
+	SELECT * INTO e FROM webhook_inbox.effects WHERE id = p_id AND claim_token = p_token FOR UPDATE;
+	IF NOT FOUND THEN
+		UPDATE webhook_inbox.effect_attempts SET finished_at = clock_timestamp(), outcome = 'fenced',
+			   http_status = p_http_status, error = p_error
+		 WHERE effect_id = p_id AND claim_token = p_token;
+		RETURN 'fenced';
+	END IF;
+	backoff := least(interval '1 hour', interval '1 second' * power(2, least(e.attempts, 12))) * (1 + random() * 0.25);
+	IF p_action = 'lookup' THEN
+		v_outcome := CASE WHEN p_transport = 'ok' AND p_http_status = 200 THEN 'done'
+						WHEN p_transport = 'ok' AND p_http_status = 404 THEN 'pending'
+						ELSE 'uncertain' END;
+	ELSE
+		v_outcome := CASE WHEN p_transport = 'not_sent' THEN 'pending'
+						WHEN p_transport <> 'ok' THEN 'uncertain'
+						WHEN p_http_status BETWEEN 200 AND 299 THEN 'done'
+						WHEN p_http_status IN (409, 429) THEN 'pending'
+						WHEN p_http_status BETWEEN 400 AND 499 THEN 'failed'
+						ELSE 'uncertain' END;
+	END IF;
+	UPDATE webhook_inbox.effect_attempts SET finished_at = clock_timestamp(), outcome = v_outcome,
+		   http_status = p_http_status, error = p_error
+	 WHERE effect_id = p_id AND claim_token = p_token;
+	UPDATE webhook_inbox.effects
+	   SET status = v_outcome, claim_token = NULL, holder = NULL, lease_expires_at = NULL, updated_at = now(),
+		   response_status = CASE WHEN p_transport = 'ok' AND (p_action = 'submit' OR v_outcome = 'done')
+								  THEN p_http_status ELSE response_status END,
+		   response = CASE WHEN p_transport = 'ok' AND (p_action = 'submit' OR v_outcome = 'done')
+						   THEN p_response ELSE response END,
+		   uncertain_since = CASE WHEN v_outcome = 'uncertain' THEN coalesce(uncertain_since, now()) ELSE NULL END,
+		   reason = CASE v_outcome
+						WHEN 'done' THEN CASE p_action WHEN 'lookup' THEN 'resolved by lookup' END
+						WHEN 'pending' THEN CASE WHEN p_action = 'lookup' THEN 'lookup: the provider never performed it; same-key retry'
+												 ELSE coalesce(p_error, 'HTTP ' || p_http_status) END
+						ELSE coalesce(p_error, 'HTTP ' || p_http_status) END,
+		   next_attempt_at = CASE WHEN v_outcome = 'pending' AND p_action = 'lookup' THEN now()
+								  WHEN v_outcome = 'uncertain' AND e.uncertain_since IS NULL THEN now()
+								  WHEN v_outcome IN ('pending', 'uncertain') THEN now() + backoff
+								  ELSE next_attempt_at END
+	 WHERE id = p_id;
+	RETURN v_outcome;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effects_store(bigint, bigint, text, integer, text, text, text) IS
+	'Stores the answer to an effect''s submission or lookup under its fencing token: done, failed, pending (not performed), or uncertain.';
