@@ -49,9 +49,6 @@ extern void wi_set_worker_latch(Latch *latch);
 /* The background worker and its counters (worker.c, stats.c) */
 extern void wi_worker_init(void);
 
-/* The background worker and its counters (worker.c, stats.c) */
-extern void wi_worker_init(void);
-
 /* External effects (effects.c): one claim/send/store cycle; commits. */
 extern int	wi_effects_cycle(const char *worker, int max_effects);
 
