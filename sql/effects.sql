@@ -148,6 +148,14 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'For example: request => ''{"method": "POST", "path": "/v1/refunds", "body": {"payment_intent": "pi_1", "amount": 500}}''.';
 	END IF;
+	IF idempotency_key IS NOT NULL AND (idempotency_key = '' OR length(idempotency_key) > 255) THEN
+		RAISE EXCEPTION 'idempotency_key must have 1 to 255 characters' USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Providers limit the Idempotency-Key header; by default the effect key is used.';
+	END IF;
+	IF idempotency_key IS NULL AND length(effect_key) > 255 THEN
+		RAISE EXCEPTION 'effect_key is longer than 255 characters and cannot serve as the idempotency key'
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Pass a shorter idempotency_key.';
+	END IF;
 	IF owner IS NULL OR owner NOT IN ('engineering', 'operations', 'finance') THEN
 		RAISE EXCEPTION 'invalid owner "%"', owner USING ERRCODE = 'invalid_parameter_value',
 			HINT = 'Owners are engineering, operations and finance.';

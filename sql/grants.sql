@@ -2,6 +2,6 @@
 -- Function privileges: none for PUBLIC; the receiver gets exactly two
 ---------------------------------------------------------------------------
 
-REVOKE ALL ON ALL FUNCTIONS IN SCHEMA @extschema@ FROM PUBLIC;
+REVOKE ALL ON ALL ROUTINES IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.intake(text, text[], bytea) TO webhook_inbox_receiver;
 GRANT EXECUTE ON FUNCTION @extschema@.receiver_sources() TO webhook_inbox_receiver;
