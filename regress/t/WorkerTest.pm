@@ -1,0 +1,129 @@
+#
+# regress/t/WorkerTest.pm
+#	Helpers of the background worker's TAP tests (regress/t/3NN_*.pl): a
+#	cluster with the worker on, sources pointing at webhook-sim's read API,
+#	waiting for the inbox to drain, sweeping, and webhook-sim verify.
+#	Builds on tools/test/SimTest.pm (simulator) and receiver/t/ReceiverTest.pm
+#	(receiver).
+#
+package WorkerTest;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use lib 'tools/test';
+use lib 'receiver/t';
+use SimTest qw(start_sim stop_proc run_sim http_json);
+use ReceiverTest qw(start_receiver stop_receiver);
+
+our @EXPORT = qw(worker_node add_source wait_drained verify_source sweep_all
+  start_sim stop_proc run_sim http_json start_receiver stop_receiver
+  sim_truth stripe_event intake_sql worker_stat);
+
+# worker_node(name, extra postgresql.conf lines): a started cluster with the
+# library preloaded, the worker on, the extension created and the
+# receiver's login role.
+sub worker_node
+{
+	my ($name, $extra) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf('postgresql.conf', qq{
+shared_preload_libraries = 'webhook_inbox'
+webhook_inbox.enabled = on
+webhook_inbox.naptime = 200ms
+webhook_inbox.sweep_interval = 0
+webhook_inbox.http_timeout = 5s
+log_min_messages = log
+} . ($extra // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION webhook_inbox');
+	$node->safe_psql('postgres', 'CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver');
+	return $node;
+}
+
+# add_source(node, name, kind, secret, api_base)
+sub add_source
+{
+	my ($node, $name, $kind, $secret, $api) = @_;
+	$node->safe_psql('postgres',
+		"SELECT webhook_inbox.create_source('$name', '$kind', '$secret', api_base => '$api')");
+}
+
+# wait_drained(node, what, seconds): true once no event is pending,
+# processing or waiting for a retry.
+sub wait_drained
+{
+	my ($node, $what, $secs) = @_;
+	local $PostgreSQL::Test::Utils::timeout_default = $secs // 120;
+	my $ok = $node->poll_query_until('postgres',
+		"SELECT count(*) = 0 FROM webhook_inbox.inbox WHERE status IN ('pending', 'processing', 'retry')");
+	ok($ok, "$what: the inbox drained");
+	diag($node->safe_psql('postgres',
+		"SELECT status || ' ' || coalesce(reason, '') || ' ' || count(*) FROM webhook_inbox.inbox "
+		  . "GROUP BY status, reason ORDER BY count(*) DESC LIMIT 10")) unless $ok;
+	return $ok;
+}
+
+# verify_source(node, source, sim): webhook-sim verify reports no difference.
+sub verify_source
+{
+	my ($node, $source, $sim, $what) = @_;
+	my ($rc, $out, $err) = run_sim('verify', '--db', $node->connstr('postgres'),
+		'--source', $source, '--api', $sim->{url});
+	my ($summary) = $out =~ /^(verify .*)$/m;
+	like($summary // $err, qr/differences=0$/, "$what: verify $source: zero differences")
+	  or diag(substr($out, 0, 3000));
+	return $rc == 0;
+}
+
+# sweep_all(node, source, types): sweep_now of each type; returns the runs.
+sub sweep_all
+{
+	my ($node, $source, @types) = @_;
+	my @runs;
+	for my $t (@types)
+	{
+		my $row = $node->safe_psql('postgres',
+			"SELECT status || ' ' || listed || ' ' || repaired || ' ' || errors "
+			  . "FROM webhook_inbox.sweep_now('$source', '$t')");
+		push @runs, [ $t, split(' ', $row) ];
+	}
+	return @runs;
+}
+
+sub sim_truth
+{
+	my ($sim) = @_;
+	my ($st, $doc) = http_json('GET', "$sim->{url}/_sim/truth");
+	die "truth: $st" unless $st == 200;
+	return $doc;
+}
+
+# A Stripe event body naming a subscription (fetch strategy).
+sub stripe_event
+{
+	my ($evt, $type, $object, $id, $status, $created) = @_;
+	return qq({"id":"$evt","object":"event","type":"$type","created":$created,)
+	  . qq("data":{"object":{"id":"$id","object":"$object","status":"$status"}}});
+}
+
+# SQL that stores one Stripe body through intake() (the receiver's call).
+sub intake_sql
+{
+	my ($source, $body) = @_;
+	$body =~ s/'/''/g;
+	return "SELECT webhook_inbox.intake('$source', '{}', convert_to('$body', 'UTF8'));";
+}
+
+sub worker_stat
+{
+	my ($node, $col) = @_;
+	return $node->safe_psql('postgres', "SELECT $col FROM webhook_inbox.worker_stats()");
+}
+
+1;
