@@ -1,26 +1,31 @@
 /*
  * batch.c
- *		Group commit over one libpq connection in pipeline mode, driven by
- *		the event loop: nothing here ever blocks on the database.
+ *		Group commit over libpq connections in pipeline mode, driven by the
+ *		event loop: nothing here ever blocks on the database.
  *
- * Work goes to the server in "units", each ended by a pipeline sync:
+ * Each of the --db-connections connections sends work in "units", each
+ * ended by a pipeline sync:
  *
  *	setup     LISTEN webhook_inbox_sources; PREPARE intake; load sources
  *	sources   load sources (after NOTIFY or SIGHUP)
  *	batch     BEGIN; intake($1,$2,$3) per delivery; COMMIT
  *	rollback  ROLLBACK, after a batch left the session in a failed block
  *
- * Only one unit is in flight at a time.  That is what makes a failure
- * simple: a failed batch cannot poison a following one, and the deliveries
- * that arrive while a batch commits simply form the next batch (classic
- * group commit).  A batch is sent when it is full, when the first delivery
- * in it has waited batch-delay, or at shutdown.
+ * A connection has one unit in flight at a time.  That keeps failure
+ * simple: a failed batch cannot poison a following one.  Deliveries wait in
+ * one shared queue; whichever connection is idle takes the next batch (so
+ * with two connections one batch executes while the next is sent, and two
+ * server processes share the intake work).  A batch is due when it is
+ * full, when its first delivery has waited batch-delay, or at shutdown.
+ * Every connection runs the setup unit after (re)connecting, so a NOTIFY
+ * missed while disconnected cannot leave the sources stale.
  *
  * The guarantee: a delivery is reported committed only when its batch's
  * COMMIT result came back.  Any error, a lost connection or a silent server
  * (commit-timeout) reports every delivery of the batch as not committed,
- * and the HTTP side answers 503.  While the connection is down, submissions
- * are refused at once, and a reconnect is tried with exponential backoff.
+ * and the HTTP side answers 503.  While no connection is ready, submissions
+ * are refused at once; each connection reconnects by itself with
+ * exponential backoff.
  */
 #include "batch.h"
 
@@ -60,30 +65,21 @@ typedef enum unit_kind
 	U_ROLLBACK
 } unit_kind;
 
-static struct
+/* One database connection and the unit it has in flight. */
+typedef struct dbconn
 {
-	struct event_base *base;
-	const rcv_config *cfg;
-	rcv_complete_fn complete;
-
+	int			no;				/* for log lines */
 	PGconn	   *conn;
 	db_state	state;
-	struct event *read_ev;		/* persistent while READY; one-shot while connecting */
+	struct event *sock_ev;		/* persistent read while READY; one-shot while connecting */
 	struct event *write_ev;		/* while libpq has unsent data */
 	struct event *retry_ev;		/* reconnect backoff */
-	struct event *delay_ev;		/* batch delay */
 	struct event *deadline_ev;	/* connect or in-flight unit deadline */
-	struct event *reload_ev;	/* retry of a failed source load */
 	int			backoff_ms;
 	int			ever_connected;
+	int			setup_done;
+	int			want_rollback;
 
-	/* deliveries waiting for a batch */
-	rcv_delivery *head;
-	rcv_delivery *tail;
-	int			nwaiting;
-	int			delay_due;
-
-	/* the unit in flight */
 	unit_kind	inflight;
 	rcv_delivery *batch;
 	int			batch_n;
@@ -92,11 +88,27 @@ static struct
 	rcv_delivery *next_outcome;
 	int			noutcomes;
 	struct timespec sent_at;
+} dbconn;
 
-	int			setup_done;
+static struct
+{
+	struct event_base *base;
+	const rcv_config *cfg;
+	rcv_complete_fn complete;
+	dbconn	   *conns;
+	int			nconns;
+	int			next_conn;		/* round-robin start for batches */
+
+	/* deliveries waiting for a batch */
+	rcv_delivery *head;
+	rcv_delivery *tail;
+	int			nwaiting;
+	int			delay_due;
+	struct event *delay_ev;
+
 	int			want_sources;
-	int			want_rollback;
 	int			sources_loaded;
+	struct event *reload_ev;	/* retry of a failed source load */
 	int			stopping;
 	void		(*drained) (void);
 } db;
@@ -188,10 +200,41 @@ complete_all(rcv_delivery *list, int committed)
 	}
 }
 
+/* A connection that can take a unit now or soon. */
+static int
+usable(const dbconn *c)
+{
+	return c->state == DB_READY && c->setup_done;
+}
+
+static int
+any_usable(void)
+{
+	for (int i = 0; i < db.nconns; i++)
+		if (usable(&db.conns[i]))
+			return 1;
+	return 0;
+}
+
+static int
+batches_in_flight(void)
+{
+	for (int i = 0; i < db.nconns; i++)
+		if (db.conns[i].inflight == U_BATCH)
+			return 1;
+	return 0;
+}
+
+static void
+update_db_up(void)
+{
+	rcv_metrics_set_db_up(any_usable());
+}
+
 static void
 check_drained(void)
 {
-	if (db.stopping && db.drained && db.nwaiting == 0 && db.inflight != U_BATCH)
+	if (db.stopping && db.drained && db.nwaiting == 0 && !batches_in_flight())
 	{
 		void		(*cb) (void) = db.drained;
 
@@ -200,119 +243,134 @@ check_drained(void)
 	}
 }
 
-/*
- * db_fail
- *		Drop the connection: every delivery in flight or waiting is reported
- *		as not committed, and a reconnect is scheduled with backoff.
- */
+/* Answer 503 to everything waiting (no connection can take it). */
 static void
-db_fail(const char *why)
+fail_waiting(void)
 {
-	char		line[200];
-
-	if (db.state == DB_READY || !db.ever_connected || rcv_log_enabled(RCV_LOG_DEBUG))
-		rcv_log(db.state == DB_READY ? RCV_LOG_WARNING : RCV_LOG_INFO,
-				"database connection %s: %s",
-				db.state == DB_READY ? "lost" : "failed",
-				first_line(why, line, sizeof(line)));
-	if (db.read_ev)
-		event_free(db.read_ev);
-	if (db.write_ev)
-		event_free(db.write_ev);
-	db.read_ev = db.write_ev = NULL;
-	event_del(db.deadline_ev);
-	event_del(db.delay_ev);
-	if (db.conn)
-		PQfinish(db.conn);
-	db.conn = NULL;
-	db.state = DB_DOWN;
-	rcv_metrics_set_db_up(0);
-
-	if (db.inflight == U_BATCH)
-		rcv_metrics_batch(db.batch_n, 0, 0);
-	complete_all(db.batch, 0);
-	db.batch = NULL;
-	db.batch_n = 0;
-	db.inflight = U_NONE;
 	complete_all(db.head, 0);
 	db.head = db.tail = NULL;
 	db.nwaiting = 0;
 	db.delay_due = 0;
-	db.want_rollback = 0;
-	db.setup_done = 0;
+	event_del(db.delay_ev);
+}
+
+/*
+ * db_fail
+ *		Drop connection c: its batch in flight is reported as not
+ *		committed, and so is everything waiting if no other connection is
+ *		usable; a reconnect is scheduled with backoff.
+ */
+static void
+db_fail(dbconn *c, const char *why)
+{
+	char		line[200];
+
+	if (c->state == DB_READY || !c->ever_connected || rcv_log_enabled(RCV_LOG_DEBUG))
+		rcv_log(c->state == DB_READY ? RCV_LOG_WARNING : RCV_LOG_INFO,
+				"database connection %d %s: %s", c->no,
+				c->state == DB_READY ? "lost" : "failed",
+				first_line(why, line, sizeof(line)));
+	if (c->sock_ev)
+		event_free(c->sock_ev);
+	if (c->write_ev)
+		event_free(c->write_ev);
+	c->sock_ev = c->write_ev = NULL;
+	event_del(c->deadline_ev);
+	if (c->conn)
+		PQfinish(c->conn);
+	c->conn = NULL;
+	c->state = DB_DOWN;
+	c->setup_done = 0;
+	c->want_rollback = 0;
+
+	if (c->inflight == U_BATCH)
+		rcv_metrics_batch(c->batch_n, 0, 0);
+	complete_all(c->batch, 0);
+	c->batch = NULL;
+	c->batch_n = 0;
+	c->inflight = U_NONE;
+	update_db_up();
+	if (!any_usable())
+		fail_waiting();
 
 	check_drained();
-	if (db.stopping)
-		return;
-	add_ms(db.retry_ev, db.backoff_ms);
-	db.backoff_ms = db.backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : db.backoff_ms * 2;
+	if (!db.stopping)
+	{
+		add_ms(c->retry_ev, c->backoff_ms);
+		c->backoff_ms = c->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : c->backoff_ms * 2;
+	}
+	/* the others may take what is waiting */
+	db_kick();
 }
 
 /* Send what libpq has buffered; watch for writability if it could not. */
 static void
-db_flush(void)
+db_flush(dbconn *c)
 {
-	int			r = PQflush(db.conn);
+	int			r = PQflush(c->conn);
 
 	if (r < 0)
-		db_fail(PQerrorMessage(db.conn));
+		db_fail(c, PQerrorMessage(c->conn));
 	else if (r > 0)
-		event_add(db.write_ev, NULL);
+		event_add(c->write_ev, NULL);
 	else
-		event_del(db.write_ev);
+		event_del(c->write_ev);
 }
 
 /* Close a unit: the sync is queued, the deadline armed, the bytes flushed. */
 static void
-unit_sent(unit_kind kind)
+unit_sent(dbconn *c, unit_kind kind)
 {
-	if (!PQpipelineSync(db.conn))
+	c->inflight = kind;
+	c->failed = 0;
+	c->commit_ok = 0;
+	if (!PQpipelineSync(c->conn))
 	{
-		db_fail(PQerrorMessage(db.conn));
+		db_fail(c, PQerrorMessage(c->conn));
 		return;
 	}
-	db.inflight = kind;
-	db.failed = 0;
-	db.commit_ok = 0;
-	clock_gettime(CLOCK_MONOTONIC, &db.sent_at);
-	add_ms(db.deadline_ev, db.cfg->commit_timeout_ms);
-	db_flush();
+	clock_gettime(CLOCK_MONOTONIC, &c->sent_at);
+	add_ms(c->deadline_ev, db.cfg->commit_timeout_ms);
+	db_flush(c);
 }
 
 static void
-send_setup_or_sources(void)
+send_setup_or_sources(dbconn *c)
 {
-	if (!db.setup_done)
+	int			setup = !c->setup_done;
+
+	if (setup)
 	{
 		static const Oid types[3] = {TEXTOID, TEXTARRAYOID, BYTEAOID};
 
-		if (!PQsendQueryParams(db.conn, "LISTEN " NOTIFY_CHANNEL, 0, NULL, NULL,
+		if (!PQsendQueryParams(c->conn, "LISTEN " NOTIFY_CHANNEL, 0, NULL, NULL,
 							   NULL, NULL, 0) ||
-			!PQsendPrepare(db.conn, "intake",
+			!PQsendPrepare(c->conn, "intake",
 						   "SELECT webhook_inbox.intake($1, $2, $3)", 3, types))
 			goto err;
 	}
-	if (!PQsendQueryParams(db.conn, rcv_sources_query, 0, NULL, NULL, NULL, NULL, 0))
+	if (!PQsendQueryParams(c->conn, rcv_sources_query, 0, NULL, NULL, NULL, NULL, 0))
 		goto err;
 	db.want_sources = 0;
-	unit_sent(db.setup_done ? U_SOURCES : U_SETUP);
+	unit_sent(c, setup ? U_SETUP : U_SOURCES);
 	return;
 err:
-	db_fail(PQerrorMessage(db.conn));
+	db_fail(c, PQerrorMessage(c->conn));
 }
 
 /*
  * send_batch
- *		Move up to batch-size waiting deliveries into one transaction.
+ *		Move up to batch-size waiting deliveries into one transaction on c.
  */
 static void
-send_batch(void)
+send_batch(dbconn *c)
 {
 	rcv_delivery *d;
-	rcv_delivery **tailp = &db.batch;
+	rcv_delivery **tailp = &c->batch;
 	int			n = 0;
 
-	if (!PQsendQueryParams(db.conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0))
+	c->inflight = U_BATCH;
+	if (!PQsendQueryParams(c->conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0))
 		goto err;
 	while (db.head && n < db.cfg->batch_size)
 	{
@@ -327,121 +385,134 @@ send_batch(void)
 		tailp = &d->next;
 		n++;
 		db.nwaiting--;
+		c->batch_n = n;
 
 		values[0] = d->source;
 		values[1] = d->headers;
 		values[2] = (const char *) d->body;
 		lengths[0] = lengths[1] = 0;
 		lengths[2] = (int) d->len;
-		if (!PQsendQueryPrepared(db.conn, "intake", 3, values, lengths, formats, 0))
+		if (!PQsendQueryPrepared(c->conn, "intake", 3, values, lengths, formats, 0))
 			goto err;
 	}
 	if (db.head == NULL)
 		db.tail = NULL;
-	if (!PQsendQueryParams(db.conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
+	if (!PQsendQueryParams(c->conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
 		goto err;
-	db.batch_n = n;
-	db.next_outcome = db.batch;
-	db.noutcomes = 0;
-	/* what is left was already waiting: it goes right after this batch */
+	c->next_outcome = c->batch;
+	c->noutcomes = 0;
+	/* what is left was already waiting: the next idle connection takes it */
 	db.delay_due = db.nwaiting > 0;
 	if (db.nwaiting == 0)
 		event_del(db.delay_ev);
-	unit_sent(U_BATCH);
+	unit_sent(c, U_BATCH);
 	return;
 err:
-	/* db.batch holds what was taken; db_fail answers it and the rest */
-	db.inflight = U_BATCH;
-	db.batch_n = n;
-	db_fail(PQerrorMessage(db.conn));
+	if (db.head == NULL)
+		db.tail = NULL;
+	/* c->batch holds what was taken; db_fail answers it */
+	db_fail(c, PQerrorMessage(c->conn));
+}
+
+static int
+batch_due(void)
+{
+	return db.nwaiting > 0 &&
+		(db.nwaiting >= db.cfg->batch_size || db.delay_due || db.stopping ||
+		 db.cfg->batch_delay_ms == 0);
 }
 
 /*
  * db_kick
- *		Start the next unit if the connection is idle: a pending rollback
- *		first, then a source load, then a batch if one is due.
+ *		Give work to idle connections: a pending rollback first, then a
+ *		source load (on one connection), then batches while they are due.
+ *		Arms the batch-delay timer when deliveries wait but are not due.
  */
 static void
 db_kick(void)
 {
-	if (db.state != DB_READY || db.inflight != U_NONE)
-		return;
-	if (db.want_rollback)
+	for (int k = 0; k < db.nconns; k++)
 	{
-		if (!PQsendQueryParams(db.conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0))
-			db_fail(PQerrorMessage(db.conn));
-		else
-			unit_sent(U_ROLLBACK);
-		return;
-	}
-	if (!db.setup_done || db.want_sources)
-	{
-		/* after a failed load, wait for the retry timer */
-		if (event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+		dbconn	   *c = &db.conns[(db.next_conn + k) % db.nconns];
+
+		if (c->state != DB_READY || c->inflight != U_NONE)
+			continue;
+		if (c->want_rollback)
 		{
-			if (!db.setup_done)
-				return;
+			if (!PQsendQueryParams(c->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0))
+				db_fail(c, PQerrorMessage(c->conn));
+			else
+				unit_sent(c, U_ROLLBACK);
+			continue;
 		}
-		else
+		if (!c->setup_done)
 		{
-			send_setup_or_sources();
-			return;
+			/* after a failed setup, wait for the retry timer */
+			if (!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+				send_setup_or_sources(c);
+			continue;
+		}
+		if (db.want_sources && !event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+		{
+			send_setup_or_sources(c);
+			continue;
+		}
+		if (batch_due())
+		{
+			db.next_conn = (int) (c - db.conns + 1) % db.nconns;
+			send_batch(c);
 		}
 	}
-	if (db.nwaiting == 0)
-		return;
-	if (db.nwaiting >= db.cfg->batch_size || db.delay_due || db.stopping ||
-		db.cfg->batch_delay_ms == 0)
-		send_batch();
-	else if (!event_pending(db.delay_ev, EV_TIMEOUT, NULL))
+	if (db.nwaiting > 0 && !batch_due() &&
+		!event_pending(db.delay_ev, EV_TIMEOUT, NULL))
 		add_ms(db.delay_ev, db.cfg->batch_delay_ms);
 }
 
-/* Record one result of the unit in flight. */
+/* Record one result of the unit in flight on c. */
 static void
-handle_result(PGresult *res)
+handle_result(dbconn *c, PGresult *res)
 {
 	ExecStatusType st = PQresultStatus(res);
 
 	if (st == PGRES_PIPELINE_ABORTED)
 	{
-		db.failed = 1;
+		c->failed = 1;
 		return;
 	}
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 	{
-		db.failed = 1;
-		log_result_error(db.inflight == U_BATCH ? "batch" :
-						 db.inflight == U_ROLLBACK ? "rollback" : "loading sources", res);
+		c->failed = 1;
+		log_result_error(c->inflight == U_BATCH ? "batch" :
+						 c->inflight == U_ROLLBACK ? "rollback" : "loading sources", res);
 		return;
 	}
-	if (db.inflight == U_BATCH)
+	if (c->inflight == U_BATCH)
 	{
 		/* BEGIN, then one row per intake() in order, then COMMIT */
 		if (st == PGRES_TUPLES_OK)
 		{
-			if (db.next_outcome == NULL || PQntuples(res) != 1 ||
+			if (c->next_outcome == NULL || PQntuples(res) != 1 ||
 				PQgetisnull(res, 0, 0))
 			{
-				db.failed = 1;
+				c->failed = 1;
 				return;
 			}
-			snprintf(db.next_outcome->outcome, sizeof(db.next_outcome->outcome),
+			snprintf(c->next_outcome->outcome, sizeof(c->next_outcome->outcome),
 					 "%s", PQgetvalue(res, 0, 0));
-			db.next_outcome = db.next_outcome->next;
-			db.noutcomes++;
+			c->next_outcome = c->next_outcome->next;
+			c->noutcomes++;
 		}
 		else if (strcmp(PQcmdStatus(res), "COMMIT") == 0)
-			db.commit_ok = 1;
+			c->commit_ok = 1;
 	}
-	else if ((db.inflight == U_SETUP || db.inflight == U_SOURCES) &&
-			 st == PGRES_TUPLES_OK && !db.failed)
+	else if ((c->inflight == U_SETUP || c->inflight == U_SOURCES) &&
+			 st == PGRES_TUPLES_OK && !c->failed)
 	{
 		rcv_sources *s = rcv_sources_from_result(res);
 
 		if (s == NULL)
 		{
-			db.failed = 1;
+			c->failed = 1;
 			rcv_log(RCV_LOG_WARNING, "loading sources failed: unexpected result shape");
 			return;
 		}
@@ -453,43 +524,48 @@ handle_result(PGresult *res)
 	}
 }
 
-/* The sync of the unit in flight arrived: the unit is over. */
+/* The sync of c's unit in flight arrived: the unit is over. */
 static void
-unit_done(void)
+unit_done(dbconn *c)
 {
-	unit_kind	kind = db.inflight;
-	rcv_delivery *batch = db.batch;
+	unit_kind	kind = c->inflight;
+	rcv_delivery *batch = c->batch;
 	int			ok;
 
-	event_del(db.deadline_ev);
-	db.inflight = U_NONE;
+	event_del(c->deadline_ev);
+	c->inflight = U_NONE;
 	switch (kind)
 	{
 		case U_BATCH:
-			ok = !db.failed && db.commit_ok && db.noutcomes == db.batch_n;
-			rcv_metrics_batch(db.batch_n, ok, elapsed_since(&db.sent_at));
-			rcv_log(RCV_LOG_DEBUG, "batch of %d %s", db.batch_n,
-					ok ? "committed" : "failed");
-			db.batch = NULL;
-			db.batch_n = 0;
+			ok = !c->failed && c->commit_ok && c->noutcomes == c->batch_n;
+			rcv_metrics_batch(c->batch_n, ok, elapsed_since(&c->sent_at));
+			rcv_log(RCV_LOG_DEBUG, "batch of %d %s on connection %d", c->batch_n,
+					ok ? "committed" : "failed", c->no);
+			c->batch = NULL;
+			c->batch_n = 0;
 			/* an error inside BEGIN leaves the session in a failed block */
-			if (!ok && PQtransactionStatus(db.conn) != PQTRANS_IDLE)
-				db.want_rollback = 1;
+			if (!ok && PQtransactionStatus(c->conn) != PQTRANS_IDLE)
+				c->want_rollback = 1;
 			complete_all(batch, ok);
 			break;
 		case U_SETUP:
 		case U_SOURCES:
-			if (db.failed)
+			if (c->failed)
 			{
 				/* extension not installed yet, or a permission missing */
 				db.want_sources = 1;
-				add_ms(db.reload_ev, RELOAD_RETRY_MS);
+				if (!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+					add_ms(db.reload_ev, RELOAD_RETRY_MS);
 			}
-			else
-				db.setup_done = 1;
+			else if (kind == U_SETUP)
+			{
+				c->setup_done = 1;
+				update_db_up();
+				rcv_log(RCV_LOG_INFO, "database connection %d ready", c->no);
+			}
 			break;
 		case U_ROLLBACK:
-			db.want_rollback = 0;
+			c->want_rollback = 0;
 			break;
 		case U_NONE:
 			break;
@@ -499,26 +575,26 @@ unit_done(void)
 
 /*
  * db_readable
- *		Input on the connection: results of the unit in flight, NOTIFYs, or
+ *		Input on connection arg: results of its unit in flight, NOTIFYs, or
  *		the server going away.
  */
 static void
 db_readable(evutil_socket_t fd, short what, void *arg)
 {
+	dbconn	   *c = arg;
 	PGnotify   *n;
 	int			nulls = 0;
 
 	(void) fd;
 	(void) what;
-	(void) arg;
-	if (!PQconsumeInput(db.conn))
+	if (!PQconsumeInput(c->conn))
 	{
-		db_fail(PQerrorMessage(db.conn));
+		db_fail(c, PQerrorMessage(c->conn));
 		return;
 	}
-	while (db.conn && db.inflight != U_NONE && !PQisBusy(db.conn))
+	while (c->conn && c->inflight != U_NONE && !PQisBusy(c->conn))
 	{
-		PGresult   *res = PQgetResult(db.conn);
+		PGresult   *res = PQgetResult(c->conn);
 
 		if (res == NULL)
 		{
@@ -531,23 +607,23 @@ db_readable(evutil_socket_t fd, short what, void *arg)
 		if (PQresultStatus(res) == PGRES_PIPELINE_SYNC)
 		{
 			PQclear(res);
-			unit_done();
+			unit_done(c);
 			continue;
 		}
-		handle_result(res);
+		handle_result(c, res);
 		PQclear(res);
 	}
-	if (db.conn == NULL)
+	if (c->conn == NULL)
 		return;
-	while ((n = PQnotifies(db.conn)) != NULL)
+	while ((n = PQnotifies(c->conn)) != NULL)
 	{
 		if (strcmp(n->relname, NOTIFY_CHANNEL) == 0)
 			db.want_sources = 1;
 		PQfreemem(n);
 	}
-	if (PQstatus(db.conn) == CONNECTION_BAD)
+	if (PQstatus(c->conn) == CONNECTION_BAD)
 	{
-		db_fail(PQerrorMessage(db.conn));
+		db_fail(c, PQerrorMessage(c->conn));
 		return;
 	}
 	db_kick();
@@ -558,110 +634,110 @@ db_writable(evutil_socket_t fd, short what, void *arg)
 {
 	(void) fd;
 	(void) what;
-	(void) arg;
-	db_flush();
+	db_flush(arg);
 }
 
 /* The connection is up: enter pipeline mode and run the setup unit. */
 static void
-db_ready(void)
+db_ready(dbconn *c)
 {
-	evutil_socket_t sock = PQsocket(db.conn);
+	evutil_socket_t sock = PQsocket(c->conn);
 
-	event_del(db.deadline_ev);
-	if (PQsetnonblocking(db.conn, 1) != 0 || !PQenterPipelineMode(db.conn))
+	event_del(c->deadline_ev);
+	if (PQsetnonblocking(c->conn, 1) != 0 || !PQenterPipelineMode(c->conn))
 	{
-		db_fail(PQerrorMessage(db.conn));
+		db_fail(c, PQerrorMessage(c->conn));
 		return;
 	}
-	if (db.read_ev)
-		event_free(db.read_ev);
-	db.read_ev = event_new(db.base, sock, EV_READ | EV_PERSIST, db_readable, NULL);
-	db.write_ev = event_new(db.base, sock, EV_WRITE, db_writable, NULL);
-	if (db.read_ev == NULL || db.write_ev == NULL)
+	if (c->sock_ev)
+		event_free(c->sock_ev);
+	c->sock_ev = event_new(db.base, sock, EV_READ | EV_PERSIST, db_readable, c);
+	c->write_ev = event_new(db.base, sock, EV_WRITE, db_writable, c);
+	if (c->sock_ev == NULL || c->write_ev == NULL)
 	{
-		db_fail("out of memory");
+		db_fail(c, "out of memory");
 		return;
 	}
-	event_add(db.read_ev, NULL);
-	db.state = DB_READY;
-	db.ever_connected = 1;
-	db.backoff_ms = BACKOFF_MIN_MS;
-	rcv_metrics_set_db_up(1);
-	rcv_log(RCV_LOG_INFO, "database connection ready");
+	event_add(c->sock_ev, NULL);
+	c->state = DB_READY;
+	c->ever_connected = 1;
+	c->backoff_ms = BACKOFF_MIN_MS;
+	/* a NOTIFY may have been missed while away: setup reloads the sources */
+	event_del(db.reload_ev);
 	db_kick();
 }
 
 /* Wait for the socket as PQconnectPoll asked (it may change between polls). */
 static void
-connect_wait(PostgresPollingStatusType st)
+connect_wait(dbconn *c, PostgresPollingStatusType st)
 {
-	if (db.read_ev)
-		event_free(db.read_ev);
-	db.read_ev = event_new(db.base, PQsocket(db.conn),
+	if (c->sock_ev)
+		event_free(c->sock_ev);
+	c->sock_ev = event_new(db.base, PQsocket(c->conn),
 						   st == PGRES_POLLING_READING ? EV_READ : EV_WRITE,
-						   db_connect, db.conn);
-	if (db.read_ev == NULL)
+						   db_connect, c);
+	if (c->sock_ev == NULL)
 	{
-		db_fail("out of memory");
+		db_fail(c, "out of memory");
 		return;
 	}
-	event_add(db.read_ev, NULL);
+	event_add(c->sock_ev, NULL);
 }
 
 /*
  * db_connect
- *		Start a connection (from the retry timer, arg NULL) or advance one
- *		(from socket readiness, arg the PGconn).
+ *		Start a connection (from the retry timer) or advance one (from
+ *		socket readiness); arg is the dbconn.
  */
 static void
 db_connect(evutil_socket_t fd, short what, void *arg)
 {
+	dbconn	   *c = arg;
 	PostgresPollingStatusType st;
 
 	(void) fd;
-	(void) what;
-	if (arg == NULL)
+	if (what & EV_TIMEOUT)
 	{
 		static const char *const keys[] = {"fallback_application_name", "dbname", NULL};
 		const char *values[] = {"webhook-receiver", db.cfg->db, NULL};
 
-		if (db.ever_connected)
+		if (c->ever_connected)
 			rcv_metrics_reconnect();
-		db.conn = PQconnectStartParams(keys, values, 1);
-		if (db.conn == NULL)
+		c->conn = PQconnectStartParams(keys, values, 1);
+		if (c->conn == NULL)
 		{
-			db_fail("out of memory");
+			db_fail(c, "out of memory");
 			return;
 		}
-		if (PQstatus(db.conn) == CONNECTION_BAD)
+		if (PQstatus(c->conn) == CONNECTION_BAD)
 		{
-			db_fail(PQerrorMessage(db.conn));
+			db_fail(c, PQerrorMessage(c->conn));
 			return;
 		}
-		PQsetNoticeReceiver(db.conn, notice_receiver, NULL);
-		db.state = DB_CONNECTING;
-		add_ms(db.deadline_ev, db.cfg->commit_timeout_ms);
-		connect_wait(PGRES_POLLING_WRITING);
+		PQsetNoticeReceiver(c->conn, notice_receiver, NULL);
+		c->state = DB_CONNECTING;
+		add_ms(c->deadline_ev, db.cfg->commit_timeout_ms);
+		connect_wait(c, PGRES_POLLING_WRITING);
 		return;
 	}
-	st = PQconnectPoll(db.conn);
+	st = PQconnectPoll(c->conn);
 	if (st == PGRES_POLLING_FAILED)
-		db_fail(PQerrorMessage(db.conn));
+		db_fail(c, PQerrorMessage(c->conn));
 	else if (st == PGRES_POLLING_OK)
-		db_ready();
+		db_ready(c);
 	else
-		connect_wait(st);
+		connect_wait(c, st);
 }
 
 /* The connect attempt or the unit in flight took longer than allowed. */
 static void
 db_deadline(evutil_socket_t fd, short what, void *arg)
 {
+	dbconn	   *c = arg;
+
 	(void) fd;
 	(void) what;
-	(void) arg;
-	db_fail(db.state == DB_CONNECTING ? "timed out connecting"
+	db_fail(c, c->state == DB_CONNECTING ? "timed out connecting"
 			: "no answer within commit-timeout");
 }
 
@@ -686,7 +762,7 @@ db_reload_retry(evutil_socket_t fd, short what, void *arg)
 
 /*
  * rcv_batch_init
- *		Set up the timers and start connecting.  Returns 0 or -1.
+ *		Set up the connections' timers and start connecting.  Returns 0 or -1.
  */
 int
 rcv_batch_init(struct event_base *base, const rcv_config *cfg,
@@ -696,27 +772,37 @@ rcv_batch_init(struct event_base *base, const rcv_config *cfg,
 	db.base = base;
 	db.cfg = cfg;
 	db.complete = complete;
-	db.backoff_ms = BACKOFF_MIN_MS;
-	db.retry_ev = evtimer_new(base, db_connect, NULL);
+	db.nconns = (int) cfg->db_connections;
+	db.conns = calloc((size_t) db.nconns, sizeof(dbconn));
 	db.delay_ev = evtimer_new(base, db_delay_elapsed, NULL);
-	db.deadline_ev = evtimer_new(base, db_deadline, NULL);
 	db.reload_ev = evtimer_new(base, db_reload_retry, NULL);
-	if (!db.retry_ev || !db.delay_ev || !db.deadline_ev || !db.reload_ev)
+	if (!db.conns || !db.delay_ev || !db.reload_ev)
 		return -1;
-	add_ms(db.retry_ev, 0);
+	for (int i = 0; i < db.nconns; i++)
+	{
+		dbconn	   *c = &db.conns[i];
+
+		c->no = i + 1;
+		c->backoff_ms = BACKOFF_MIN_MS;
+		c->retry_ev = evtimer_new(base, db_connect, c);
+		c->deadline_ev = evtimer_new(base, db_deadline, c);
+		if (!c->retry_ev || !c->deadline_ev)
+			return -1;
+		add_ms(c->retry_ev, 0);
+	}
 	return 0;
 }
 
 /*
  * rcv_batch_submit
  *		Queue a verified delivery for the next transaction.  Returns 0, or -1
- *		when the database is not ready (the caller answers 503 at once; d
- *		stays the caller's).
+ *		when no connection is ready (the caller answers 503 at once; d stays
+ *		the caller's).
  */
 int
 rcv_batch_submit(rcv_delivery *d)
 {
-	if (db.state != DB_READY || !db.setup_done)
+	if (!any_usable())
 		return -1;
 	d->next = NULL;
 	if (db.tail)
@@ -732,7 +818,7 @@ rcv_batch_submit(rcv_delivery *d)
 int
 rcv_batch_db_ready(void)
 {
-	return db.state == DB_READY && db.setup_done;
+	return any_usable();
 }
 
 int
@@ -741,7 +827,7 @@ rcv_batch_sources_loaded(void)
 	return db.sources_loaded;
 }
 
-/* SIGHUP: reload the sources as soon as the connection is idle. */
+/* SIGHUP: reload the sources as soon as a connection is idle. */
 void
 rcv_batch_reload_sources(void)
 {
@@ -760,13 +846,10 @@ rcv_batch_shutdown(void (*drained) (void))
 {
 	db.stopping = 1;
 	db.drained = drained;
-	event_del(db.retry_ev);
-	if (db.state != DB_READY)
-	{
-		complete_all(db.head, 0);
-		db.head = db.tail = NULL;
-		db.nwaiting = 0;
-	}
+	for (int i = 0; i < db.nconns; i++)
+		event_del(db.conns[i].retry_ev);
+	if (!any_usable())
+		fail_waiting();
 	db_kick();
 	check_drained();
 }
@@ -774,19 +857,25 @@ rcv_batch_shutdown(void (*drained) (void))
 void
 rcv_batch_free(void)
 {
-	if (db.read_ev)
-		event_free(db.read_ev);
-	if (db.write_ev)
-		event_free(db.write_ev);
-	if (db.retry_ev)
-		event_free(db.retry_ev);
+	for (int i = 0; db.conns && i < db.nconns; i++)
+	{
+		dbconn	   *c = &db.conns[i];
+
+		if (c->sock_ev)
+			event_free(c->sock_ev);
+		if (c->write_ev)
+			event_free(c->write_ev);
+		if (c->retry_ev)
+			event_free(c->retry_ev);
+		if (c->deadline_ev)
+			event_free(c->deadline_ev);
+		if (c->conn)
+			PQfinish(c->conn);
+	}
+	free(db.conns);
 	if (db.delay_ev)
 		event_free(db.delay_ev);
-	if (db.deadline_ev)
-		event_free(db.deadline_ev);
 	if (db.reload_ev)
 		event_free(db.reload_ev);
-	if (db.conn)
-		PQfinish(db.conn);
 	memset(&db, 0, sizeof(db));
 }

@@ -63,6 +63,8 @@ static const setting settings[] = {
 	"deliveries per group-commit transaction at most (default 64)"},
 	{"batch-delay", SET_MS, OFF(batch_delay_ms), 0, 10000, 1,
 	"milliseconds a batch waits to fill up (default 2)"},
+	{"db-connections", SET_LONG, OFF(db_connections), 1, 64, 0,
+	"database connections sharing the batches (default 2)"},
 	{"commit-timeout", SET_MS, OFF(commit_timeout_ms), 100, 600000, 1,
 	"milliseconds before a silent database is given up (default 10000)"},
 	{"retry-after", SET_LONG, OFF(retry_after), 0, 86400, 0,
@@ -88,6 +90,7 @@ set_defaults(rcv_config *cfg)
 	cfg->batch_size = 64;
 	cfg->batch_delay_ms = 2;
 	cfg->commit_timeout_ms = 10000;
+	cfg->db_connections = 2;
 	cfg->retry_after = 5;
 	cfg->log_level = RCV_LOG_INFO;
 }

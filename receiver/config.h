@@ -23,6 +23,7 @@ typedef struct rcv_config
 	long		batch_size;
 	long		batch_delay_ms;
 	long		commit_timeout_ms;
+	long		db_connections;
 	long		retry_after;	/* seconds, in 503 answers */
 	int			log_level;
 	long		test_now;		/* tests only: fixed clock for timestamps */
