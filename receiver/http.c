@@ -51,7 +51,9 @@ typedef struct conn
 	struct bufferevent *bev;
 	struct evhttp_connection *evcon;	/* NULL until attached */
 	struct event *timer;		/* attach, then the request deadline */
+	struct evbuffer_cb_entry *out_cb;	/* watches answers libevent makes */
 	int			busy;			/* one of its requests is with us */
+	int			ours;			/* the next answer written is ours */
 } conn;
 
 static struct
@@ -131,6 +133,8 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 	conn	  **pp;
 
 	(void) evcon;
+	if (c->out_cb)
+		evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
 	event_free(c->timer);
 	for (pp = &h.hash[bucket(c->evcon)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == c)
@@ -191,6 +195,38 @@ conn_attach(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
+ * output_added
+ *		Callback on a connection's output buffer.  Answers libevent makes on
+ *		its own (413 for a body or head over the limit, 400 for a request it
+ *		cannot parse) never reach our handler; this is where they are seen,
+ *		so that they are counted and logged like ours.  An answer starts
+ *		when bytes are added to an empty buffer; ours are flagged first.
+ */
+static void
+output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	conn	   *c = arg;
+	char		head[13];
+	int			status;
+
+	if (info->orig_size != 0 || info->n_added == 0)
+		return;
+	if (c->ours)
+	{
+		c->ours = 0;
+		return;
+	}
+	if (evbuffer_copyout(buf, head, 12) != 12)
+		return;
+	head[12] = '\0';
+	if (strncmp(head, "HTTP/1.", 7) != 0 || (status = atoi(head + 9)) < 400)
+		return;
+	rcv_metrics_request("", status);
+	rcv_log(RCV_LOG_INFO, "rejected: source=- status=%d reason=%s", status,
+			status == 413 ? "body_or_head_too_large" : "unparseable_request");
+}
+
+/*
  * make_bev
  *		evhttp's hook for each accepted connection: make its bufferevent
  *		(TLS when configured) and start tracking the connection.
@@ -222,6 +258,7 @@ make_bev(struct event_base *base, void *arg)
 		c->bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (c->bev == NULL)
 		goto err;
+	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), output_added, c);
 	event_active(c->timer, EV_TIMEOUT, 1);
 	c->next = h.conns;
 	if (h.conns)
@@ -269,6 +306,17 @@ phrase(int status)
 	}
 }
 
+/* The answer about to be written to req's connection is ours, not libevent's. */
+static void
+mark_ours(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	conn	   *c = evcon ? conn_find(evcon) : NULL;
+
+	if (c)
+		c->ours = 1;
+}
+
 /*
  * reply
  *		Answer req with status and a short text body.  For hook routes,
@@ -300,6 +348,7 @@ reply(struct evhttp_request *req, const char *source, const char *logname,
 		evhttp_add_header(out, "Connection", "close");
 	if (body)
 		evbuffer_add(body, text, strlen(text));
+	mark_ours(req);
 	evhttp_send_reply(req, status, phrase(status), body);
 	if (body)
 		evbuffer_free(body);
@@ -485,6 +534,7 @@ handle_metrics(struct evhttp_request *req)
 					  "text/plain; version=0.0.4; charset=utf-8");
 	if (h.stopping)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	mark_ours(req);
 	evhttp_send_reply(req, 200, "OK", body);
 	evbuffer_free(body);
 }

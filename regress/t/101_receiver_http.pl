@@ -174,6 +174,17 @@ is(http_get($r, '/readyz')->{content}, 'ready', 'readyz: ready');
 	like($resp, qr{^HTTP/1\.1 413 }, 'chunked body growing over max-body: 413');
 	close $s;
 	is(inbox_count($node, 'gh', $id), 0, 'oversized delivery not stored');
+	is(metric($r, 'webhook_receiver_requests_total{source="",status="413"}'), 2,
+		'413 answers are counted');
+	poll_until(sub { $r->{harness}->pump_nb; $r->{log} =~ /status=413/ }, '413 log line', 5);
+	is(scalar(() = $r->{log} =~ /rejected: source=- status=413 reason=body_or_head_too_large/g),
+		2, 'one log line per 413');
+
+	# a head over max-header (16k by default) is refused too
+	$s = connect_raw($r);
+	syswrite($s, "POST /hooks/gh HTTP/1.1\r\nHost: x\r\nX-Big: " . ('z' x 20000) . "\r\n\r\n");
+	like(read_until_eof($s, 10), qr{^HTTP/1\.1 (413|431|400) }, 'head over max-header: refused');
+	close $s;
 }
 
 # a client trickling its headers is cut off after read-timeout (1 s here),
