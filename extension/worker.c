@@ -650,41 +650,6 @@ process_round(void)
 	return cs.nclaims >= wi_batch_size;
 }
 
-/*
- * External effects (effects.c) get one claim/send/store cycle per round;
- * wi_effects_cycle() commits its own steps.  Returns true when it sent
- * something, so the loop comes back without waiting.
- */
-static bool
-effects_round(void)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	volatile int sent = 0;
-
-	PG_TRY();
-	{
-		SetCurrentStatementStartTimestamp();
-		StartTransactionCommand();
-		sent = wi_effects_cycle(wi_worker_name, wi_batch_size);
-		CommitTransactionCommand();
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		ereport(LOG, (errmsg("webhook_inbox worker: effects: %s", edata->message)));
-		FreeErrorData(edata);
-		wi_stat_add(WI_STAT_ERRORS, 1);
-	}
-	PG_END_TRY();
-	MemoryContextSwitchTo(cxt);
-	return sent > 0;
-}
-
 /* ---------- the worker process ---------- */
 
 static void
@@ -748,8 +713,6 @@ wi_worker_main(Datum main_arg)
 				ereport(LOG, (errmsg("webhook_inbox worker: the extension exists, processing the inbox")));
 			announced = true;
 			more = process_round();
-			if (!wi_got_sigterm && effects_round())
-				more = true;
 			if (!wi_got_sigterm)
 				wi_sweep_due();
 		}
