@@ -1,15 +1,44 @@
 #!/usr/bin/env bash
-# make run: installs what is missing, builds, installs, and starts a private
-# PostgreSQL cluster under .run/ with the extension and its background
-# worker.  Running it again reuses the cluster.
+# make run: the whole system on an embedded default.
+#
+# Installs what is missing, builds, and starts, all on loopback:
+#   - a private PostgreSQL cluster under .run/ with the extension and its
+#     background worker;
+#   - webhook-receiver on 127.0.0.1:$WI_PORT (default 8080);
+#   - webhook-sim as the provider, delivering a chaotic stream (duplicates,
+#     reordering, drops) through the receiver.
+# It shows progress, sweeps at the end of the stream, checks the mirror
+# against the provider's truth with `webhook-sim verify`, and keeps the
+# receiver serving until Ctrl-C, which stops everything.  Running it again
+# reuses the cluster.
+#
+# Settings (environment or make variables):
+#   WI_PORT (8080) receiver port      WI_SIM_PORT (8081) provider API port
+#   WI_PGPORT (5433) PostgreSQL port  WI_EVENTS (2000)   stream size
+#   WI_OBJECTS (200)                  WI_SEED (42)
+#   WI_DUPLICATE (0.1) WI_DROP (0.05) WI_REORDER_MS (300) WI_RATE (400/s)
+#   WI_SETUP_ONLY=1: stop after the cluster is up (no receiver, no stream)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
+
 PGPORT="${WI_PGPORT:-5433}"
+PORT="${WI_PORT:-8080}"
+SIM_PORT="${WI_SIM_PORT:-8081}"
+EVENTS="${WI_EVENTS:-2000}"
+OBJECTS="${WI_OBJECTS:-200}"
+SEED="${WI_SEED:-42}"
+DUPLICATE="${WI_DUPLICATE:-0.1}"
+DROP="${WI_DROP:-0.05}"
+REORDER_MS="${WI_REORDER_MS:-300}"
+RATE="${WI_RATE:-400}"
+STRIPE_SECRET="whsec_demo_stripe_secret"
+SHOP_SECRET="shpss_demo_shop_secret"
 
 scripts/deps.sh
 . scripts/common.sh
 
+echo "building..."
 make -s all
 make -s install >/dev/null
 
@@ -24,15 +53,174 @@ listen_addresses = '127.0.0.1'
 unix_socket_directories = '$RUN'
 shared_preload_libraries = 'webhook_inbox'
 webhook_inbox.database = 'postgres'
+webhook_inbox.sweep_interval = '60s'
+webhook_inbox.sweep_overlap = '10s'
 CONF
 fi
 if ! as_user pg_ctl -D "$RUN/data" status >/dev/null 2>&1; then
 	as_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w start >/dev/null
 fi
-psql -h "$RUN" -p "$PGPORT" -U postgres -q -c "CREATE EXTENSION IF NOT EXISTS webhook_inbox"
+PSQL=(psql -X -q -h "$RUN" -p "$PGPORT" -U postgres -d postgres -v ON_ERROR_STOP=1)
+"${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS webhook_inbox"
+
+if [ "${WI_SETUP_ONLY:-}" = 1 ]; then
+	echo "PostgreSQL with webhook_inbox: psql -h 127.0.0.1 -p $PGPORT -U postgres"
+	exit 0
+fi
+
+# The demo sources point at the simulator's read API; the receiver logs in as
+# a role that may only call intake() and read its sources.
+"${PSQL[@]}" <<SQL
+DO \$\$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.sources WHERE name = 'demo-stripe') THEN
+		PERFORM webhook_inbox.create_source('demo-stripe', 'stripe', '$STRIPE_SECRET',
+			api_base => 'http://127.0.0.1:$SIM_PORT', api_token => 'sk_demo');
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.sources WHERE name = 'demo-shop') THEN
+		PERFORM webhook_inbox.create_source('demo-shop', 'shopify', '$SHOP_SECRET',
+			api_base => 'http://127.0.0.1:$SIM_PORT', api_token => 'sk_demo');
+	END IF;
+	UPDATE webhook_inbox.sources SET api_base = 'http://127.0.0.1:$SIM_PORT'
+	 WHERE name IN ('demo-stripe', 'demo-shop');
+END
+\$\$;
+-- each run starts the demo afresh: the provider's truth is regenerated from the seed
+DO \$\$
+DECLARE
+	ids integer[] := ARRAY(SELECT id FROM webhook_inbox.sources WHERE name IN ('demo-stripe', 'demo-shop'));
+	t text;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['repairs', 'sweep_runs', 'sweep_checkpoints', 'effects', 'transitions',
+							 'occurrences', 'object_leases', 'objects', 'deliveries', 'inbox'] LOOP
+		IF to_regclass('webhook_inbox.' || t) IS NOT NULL THEN
+			EXECUTE format('DELETE FROM webhook_inbox.%I WHERE source_id = ANY (\$1)', t) USING ids;
+		END IF;
+	END LOOP;
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'demo_receiver') THEN
+		CREATE ROLE demo_receiver LOGIN IN ROLE webhook_inbox_receiver;
+	END IF;
+END
+\$\$;
+SQL
+
+PIDS=()
+cleanup()
+{
+	trap - INT TERM EXIT
+	echo
+	echo "stopping..."
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+	as_user pg_ctl -D "$RUN/data" -m fast stop >/dev/null 2>&1 || true
+	echo "stopped (the cluster and its data stay in .run/; make run starts them again)"
+}
+trap cleanup INT TERM EXIT
+
+receiver/webhook-receiver --db "host=$RUN port=$PGPORT user=demo_receiver dbname=postgres" \
+	--listen "127.0.0.1:$PORT" --log-level warning > "$RUN/receiver.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do
+	curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+	sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "receiver did not become ready; see $RUN/receiver.log"; exit 1; }
+
+tools/webhook-sim serve --listen "127.0.0.1:$SIM_PORT" --seed "$SEED" --objects "$OBJECTS" \
+	--events "$EVENTS" --stripe "demo-stripe:$STRIPE_SECRET" --shopify "demo-shop:$SHOP_SECRET" \
+	--api-token sk_demo --deliver-to "http://127.0.0.1:$PORT" --duplicate "$DUPLICATE" \
+	--drop "$DROP" --reorder-ms "$REORDER_MS" --rate "$RATE" --retry-base-ms 200 \
+	> "$RUN/sim.log" 2>&1 &
+PIDS+=($!)
+SIM="http://127.0.0.1:$SIM_PORT"
+for _ in $(seq 1 100); do
+	curl -fsS "$SIM/_sim/status" >/dev/null 2>&1 && break
+	sleep 0.1
+done
 
 cat <<MSG
-webhook_inbox is running.
-  connect:  psql -h 127.0.0.1 -p $PGPORT -U postgres
-  stop:     $( [ "$(id -u)" -eq 0 ] && echo "runuser -u $RUN_USER -- ")$PG_BINDIR/pg_ctl -D $RUN/data stop
+webhook_inbox demo: $EVENTS events over $OBJECTS objects, seed $SEED,
+chaos: duplicate $DUPLICATE, drop $DROP, reorder up to ${REORDER_MS} ms.
+  receiver  http://127.0.0.1:$PORT/hooks/{source}   (metrics: /metrics)
+  provider  $SIM  (webhook-sim)
+  database  psql -h 127.0.0.1 -p $PGPORT -U postgres
 MSG
+
+json_field() { sed -n "s/.*\"$1\":\([a-z0-9]*\).*/\1/p"; }
+progress()
+{
+	local st q
+	st="$(curl -fsS "$SIM/_sim/status" 2>/dev/null || echo '{}')"
+	q="$("${PSQL[@]}" -At -F' ' -c "SELECT
+		(SELECT count(*) FROM webhook_inbox.inbox WHERE status IN ('done', 'ignored')),
+		(SELECT count(*) FROM webhook_inbox.inbox WHERE status IN ('pending', 'processing', 'retry')),
+		(SELECT coalesce(sum(fetched), 0) FROM webhook_inbox.worker_stats()),
+		(SELECT coalesce(sum(repaired), 0) FROM webhook_inbox.sweep_runs)")"
+	set -- $q
+	LINE="delivered $(echo "$st" | json_field delivered) acknowledged $(echo "$st" | json_field acked) dropped $(echo "$st" | json_field dropped) | processed $1 waiting $2 fetched $3 repaired $4"
+	DONE="$(echo "$st" | json_field done)"
+	# every generated event was sent (duplicates aside) or deliberately dropped
+	local gen sent dup drop
+	gen="$(echo "$st" | json_field generated)"; sent="$(echo "$st" | json_field delivered)"
+	dup="$(echo "$st" | json_field duplicated)"; drop="$(echo "$st" | json_field dropped)"
+	if [ $(( ${sent:-0} - ${dup:-0} + ${drop:-0} )) -lt "${gen:-1}" ]; then
+		DONE=false
+	fi
+	WAITING="$2"
+}
+
+TTY=0
+[ -t 1 ] && TTY=1
+last=0
+while :; do
+	progress
+	if [ "$TTY" = 1 ]; then
+		printf '\r%-100s' "$LINE"
+	elif [ $((SECONDS - last)) -ge 2 ]; then
+		echo "$LINE"
+		last=$SECONDS
+	fi
+	[ "$DONE" = true ] && [ "$WAITING" = 0 ] && break
+	sleep 0.5
+done
+[ "$TTY" = 1 ] && echo
+
+echo "stream delivered; sweeping for what never arrived..."
+"${PSQL[@]}" -At -c "SELECT object_type || ': listed ' || listed || ', repaired ' || repaired
+	FROM (VALUES ('demo-stripe', 'subscription'), ('demo-stripe', 'payment'), ('demo-stripe', 'refund'),
+				 ('demo-stripe', 'dispute'), ('demo-shop', 'order')) v(s, t),
+		 LATERAL webhook_inbox.sweep_now(v.s, v.t)"
+# repairs may enqueue work of their own: let the worker finish it
+for _ in $(seq 1 200); do
+	w="$("${PSQL[@]}" -At -c "SELECT count(*) FROM webhook_inbox.inbox WHERE status IN ('pending', 'processing', 'retry')")"
+	[ "$w" = 0 ] && break
+	sleep 0.2
+done
+progress
+echo "$LINE"
+
+ok=1
+for s in demo-stripe demo-shop; do
+	if tools/webhook-sim verify --db "host=$RUN port=$PGPORT user=postgres dbname=postgres" \
+		--source "$s" --api "$SIM" > "$RUN/verify-$s.txt" 2>&1; then
+		echo "verify $s: the mirror equals the provider's truth ($(tail -n 1 "$RUN/verify-$s.txt"))"
+	else
+		ok=0
+		echo "verify $s: DIFFERENCES"
+		head -n 20 "$RUN/verify-$s.txt"
+	fi
+done
+[ "$ok" = 1 ] && echo "converged: duplicates, reordering and drops made no difference."
+
+cat <<MSG
+
+The receiver keeps serving on http://127.0.0.1:$PORT. To add a real provider:
+  psql -h 127.0.0.1 -p $PGPORT -U postgres -c \\
+    "SELECT webhook_inbox.create_source('stripe-live', 'stripe', 'whsec_…', api_base => 'https://api.stripe.com', api_token => 'sk_…')"
+then point the provider's webhook endpoint at https://<your host>/hooks/stripe-live
+(behind TLS: run webhook-receiver with --tls-cert/--tls-key, or a TLS proxy).
+Press Ctrl-C to stop everything.
+MSG
+
+# the simulator has finished its stream; keep the receiver in the foreground
+wait "${PIDS[0]}"
