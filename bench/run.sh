@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Runs every benchmark on one fresh private cluster and prints the table
+# (also written as CSV under bench/results/).  Called by scripts/bench.sh
+# (make bench) after the build; can be run on its own once installed.
+#
+#   bench/run.sh [receiver] [worker]      (default: both)
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(receiver worker)
+
+cleanup() {
+	cluster_stop
+	[ -n "${KEEP_BENCH_WORK:-}" ] || rm -rf "$BENCH_WORK"
+}
+trap cleanup EXIT
+
+echo "bench: $CORES cores, work directory $BENCH_WORK" >&2
+cluster_start
+status=0
+for p in "${parts[@]}"; do
+	echo "bench: $p" >&2
+	"$BENCH_DIR/$p.sh" || { echo "bench: $p failed (exit $?)" >&2; status=1; }
+done
+print_table
+exit $status

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# make bench: installs what is missing (the build's packages, wrk),
+# builds, installs, and runs bench/run.sh, which prints the figures next to
+# their references measured in the same run and writes them as CSV under
+# bench/results/.  As root, the cluster runs as the postgres user.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/deps.sh
+if ! command -v wrk >/dev/null; then
+	echo "installing: wrk"
+	if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=""; fi
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends wrk >/dev/null
+fi
+for tool in pgbench perl python3 curl; do
+	command -v "$tool" >/dev/null || { echo "error: $tool is missing" >&2; exit 1; }
+done
+
+make -s all
+make -s install >/dev/null
+exec bench/run.sh "$@"
