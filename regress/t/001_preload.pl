@@ -64,9 +64,9 @@ is($plain->safe_psql('postgres', q{
 	SELECT webhook_inbox.intake('s', '{}', convert_to(
 		'{"id":"evt_1","type":"payment_intent.captured","data":{"object":{"id":"pi_1","status":"captured"}}}', 'UTF8'))}),
 	'new', 'intake without preloading');
-is($plain->safe_psql('postgres', q{SHOW webhook_inbox.max_attempts}), '8',
-	'settings exist without preloading');
-($ret, $out, $err) = $plain->psql('postgres', 'SHOW webhook_inbox.database');
+is($plain->safe_psql('postgres', q{LOAD 'webhook_inbox'; SHOW webhook_inbox.max_attempts}), '8',
+	'settings exist once the library is loaded');
+($ret, $out, $err) = $plain->psql('postgres', q{LOAD 'webhook_inbox'; SHOW webhook_inbox.database});
 like($err, qr/unrecognized configuration parameter "webhook_inbox.database"/,
 	'the worker database is a server-start setting');
 $plain->stop;
