@@ -742,7 +742,7 @@ wi_worker_init(void)
 	memset(&bgw, 0, sizeof(bgw));
 	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	bgw.bgw_restart_time = 1;
+	bgw.bgw_restart_time = 5;	/* e.g. the database does not exist yet */
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "webhook_inbox");
 	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "wi_worker_main");
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "webhook_inbox worker");
