@@ -52,7 +52,9 @@ typedef struct conn
 	struct evhttp_connection *evcon;	/* NULL until attached */
 	struct event *timer;		/* attach, then the request deadline */
 	struct evbuffer_cb_entry *out_cb;	/* watches answers libevent makes */
+	struct evbuffer_cb_entry *in_cb;	/* notes that a request began */
 	int			busy;			/* one of its requests is with us */
+	int			started;		/* bytes came since the last answer */
 	int			ours;			/* the next answer written is ours */
 } conn;
 
@@ -135,6 +137,8 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 	(void) evcon;
 	if (c->out_cb)
 		evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
+	if (c->in_cb)
+		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->in_cb);
 	event_free(c->timer);
 	for (pp = &h.hash[bucket(c->evcon)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == c)
@@ -167,7 +171,11 @@ conn_deadline(evutil_socket_t fd, short what, void *arg)
 	(void) what;
 	if (c->busy || c->evcon == NULL)
 		return;
-	rcv_log(RCV_LOG_INFO, "closing a connection: no complete request within read-timeout");
+	/* an idle keep-alive connection is routine; a partial request is not */
+	if (!c->started)
+		rcv_log(RCV_LOG_DEBUG, "closing an idle connection after read-timeout");
+	else
+		rcv_log(RCV_LOG_INFO, "closing a connection: no complete request within read-timeout");
 	evhttp_connection_free(c->evcon);	/* calls conn_closed */
 }
 
@@ -226,6 +234,17 @@ output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *ar
 			status == 413 ? "body_or_head_too_large" : "unparseable_request");
 }
 
+/* Bytes arrived: a request has begun (for the read-timeout log line). */
+static void
+input_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+	conn	   *c = arg;
+
+	(void) buf;
+	if (info->n_added > 0)
+		c->started = 1;
+}
+
 /*
  * make_bev
  *		evhttp's hook for each accepted connection: make its bufferevent
@@ -259,6 +278,7 @@ make_bev(struct event_base *base, void *arg)
 	if (c->bev == NULL)
 		goto err;
 	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), output_added, c);
+	c->in_cb = evbuffer_add_cb(bufferevent_get_input(c->bev), input_added, c);
 	event_active(c->timer, EV_TIMEOUT, 1);
 	c->next = h.conns;
 	if (h.conns)
@@ -547,6 +567,7 @@ request_done(struct evhttp_request *req, void *arg)
 
 	(void) req;
 	c->busy = 0;
+	c->started = 0;
 	if (!h.stopping)
 		arm_deadline(c);
 }
