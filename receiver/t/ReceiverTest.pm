@@ -40,10 +40,7 @@ sub new_node
 	my ($name) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
-	# the library must be preloadable; the worker stays off in these tests
-	$node->append_conf('postgresql.conf',
-		"shared_preload_libraries = 'webhook_inbox'\n"
-		  . "webhook_inbox.enabled = off\n");
+	# no shared_preload_libraries: no background worker touches the inbox
 	$node->start;
 	$node->safe_psql('postgres', 'CREATE EXTENSION webhook_inbox');
 	$node->safe_psql('postgres',
