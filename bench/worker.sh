@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Worker figures: drain rate per strategy against the same cycle from SQL
+# alone, latency at a steady 100 events/s, coalescing under a burst of
+# duplicates, and the drain rate with a transaction held open.
+#
+# Appends rows to $RESULTS_CSV (see lib.sh).  Environment: DRAIN_EVENTS
+# (20000), FETCH_EVENTS (8000), LATENCY_SECONDS (20), BURST_OBJECTS (200),
+# BURST_EVENTS (2000), DRAIN_TIMEOUT (120 s per drain).
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+DRAIN_EVENTS="${DRAIN_EVENTS:-20000}"
+FETCH_EVENTS="${FETCH_EVENTS:-8000}"
+LATENCY_SECONDS="${LATENCY_SECONDS:-20}"
+BURST_OBJECTS="${BURST_OBJECTS:-200}"
+BURST_EVENTS="${BURST_EVENTS:-2000}"
+DRAIN_TIMEOUT="${DRAIN_TIMEOUT:-120}"
+
+[ -f "$PGDATA_B/postmaster.pid" ] || cluster_start
+worker_enable off
+# The receiver part's rows (source "bench", a fetch route without a read
+# API) would be claimed first and only quarantined: out of the way.
+q -c "DELETE FROM webhook_inbox.inbox WHERE source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'bench')" \
+  -c "VACUUM ANALYZE webhook_inbox.inbox" >/dev/null
+
+# ---- the simulator: the read API for the fetch strategy ----
+sim_pid=""
+holder_pid=""
+cleanup() {
+	[ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null || true
+	[ -n "$holder_pid" ] && kill "$holder_pid" 2>/dev/null || true
+	worker_enable off 2>/dev/null || true
+}
+trap cleanup EXIT
+sim_objects=$((FETCH_EVENTS * 2 + BURST_OBJECTS * 2 + 1000))
+webhook-sim serve --listen 127.0.0.1:0 --seed 7 --objects "$sim_objects" --events "$sim_objects" \
+	--stripe fet:whsec_bench >"$BENCH_WORK/sim.out" 2>&1 &
+sim_pid=$!
+for _ in $(seq 300); do grep -q '^listening on' "$BENCH_WORK/sim.out" && break; sleep 0.1; done
+SIM="http://$(sed -n 's/^listening on //p' "$BENCH_WORK/sim.out")"
+[ "$SIM" != "http://" ] || { echo "webhook-sim did not start" >&2; cat "$BENCH_WORK/sim.out" >&2; exit 1; }
+q -c "SELECT webhook_inbox.create_source(name => 'fet', kind => 'stripe', secret => 'whsec_bench', api_base => '$SIM')" >/dev/null
+q -c "CREATE TABLE IF NOT EXISTS bench.subs (i serial PRIMARY KEY, id text NOT NULL)" >/dev/null
+curl -sf "$SIM/_sim/truth" | python3 -c '
+import json, sys
+for o in json.load(sys.stdin)["objects"]:
+    if o["type"] == "subscription" and not o["deleted"]:
+        print(o["id"])' | q -c "\\copy bench.subs (id) FROM STDIN"
+nsubs=$(q -c "SELECT count(*) FROM bench.subs")
+if [ "$nsubs" -lt $((FETCH_EVENTS + BURST_OBJECTS)) ]; then
+	echo "  only $nsubs simulator subscriptions; fetch drain reduced" >&2
+	FETCH_EVENTS=$((nsubs - BURST_OBJECTS))
+fi
+echo "  simulator at $SIM with $nsubs live subscriptions" >&2
+
+# ---- loading and draining ----
+# load STRATEGY SOURCE COUNT: pending events for one drain, in one
+# transaction, through intake() (so they are exactly what the receiver
+# would store).  Fetch events each name their own simulator subscription,
+# the first COUNT of them (the SQL-alone drain makes no request, so it may
+# reuse them); the burst uses the ones after.
+load() {
+	local n="$3"
+	case "$1" in
+	occurrence)
+		q -c "SELECT count(bench.stripe('$2', bench.occurrence_body(nextval('bench.ids'))))
+		      FROM generate_series(1, $n)" >/dev/null ;;
+	machine)
+		q -c "SELECT count(bench.stripe('$2', bench.machine_body(p, k)))
+		      FROM (SELECT nextval('bench.ids') AS p FROM generate_series(1, $n / 4)) g,
+		           generate_series(0, 3) k" >/dev/null ;;
+	version)
+		q -c "SELECT count(bench.version_intake(o, k))
+		      FROM (SELECT nextval('bench.ids') AS o FROM generate_series(1, $n / 2)) g,
+		           generate_series(1, 2) k" >/dev/null ;;
+	fetch)
+		q -c "SELECT count(bench.stripe('$2', bench.fetch_body(nextval('bench.ids'), s.id)))
+		      FROM bench.subs s WHERE s.i <= $n" >/dev/null ;;
+	esac
+	q -c "ANALYZE webhook_inbox.inbox" >/dev/null
+}
+
+open_events() {
+	q -c "SELECT count(*) FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
+	      WHERE s.name = '$1' AND i.status IN ('pending', 'retry', 'processing')"
+}
+
+# drain_worker SOURCE → "events/s" over the span of processed_at of the
+# events drained (first to last), or "nan" on timeout.  The worker is on
+# only for the drain.
+drain_worker() {
+	local src="$1" t0 deadline span n
+	t0=$(q -c "SELECT clock_timestamp()")
+	worker_enable on
+	deadline=$(( $(date +%s) + DRAIN_TIMEOUT ))
+	while [ "$(open_events "$src")" -gt 0 ]; do
+		if [ "$(date +%s)" -ge "$deadline" ]; then
+			echo "  drain of $src timed out: $(open_events "$src") events still open" >&2
+			worker_enable off
+			echo nan
+			return
+		fi
+		sleep 0.05
+	done
+	worker_enable off
+	read -r n span <<<"$(q -F ' ' -c "SELECT count(*), extract(epoch FROM max(i.processed_at) - min(i.processed_at))
+		FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
+		WHERE s.name = '$src' AND i.processed_at >= '$t0'")"
+	fdiv "$n" "$span"
+}
+
+# drain_sql → "events/s" of bench.drain_sql() over COUNT events.
+drain_sql() {
+	local n="$1" t0 t1
+	t0=$(now_s)
+	q -c "CALL bench.drain_sql(100)" >/dev/null
+	t1=$(now_s)
+	awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", n / (b - a) }'
+}
+
+outcomes() {
+	q -c "SELECT coalesce(string_agg(status || '=' || c, ' '), 'none') FROM (SELECT i.status, count(*) c
+	      FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
+	      WHERE s.name = '$1' GROUP BY 1 ORDER BY 1) x"
+}
+
+for strategy in occurrence machine version fetch; do
+	case "$strategy" in
+	occurrence) src=occ; n=$DRAIN_EVENTS; target=">= 5000 ev/s"; op=">="; lim=5000 ;;
+	machine) src=mach; n=$DRAIN_EVENTS; target="-"; op=""; lim="" ;;
+	version) src=ver; n=$DRAIN_EVENTS; target="-"; op=""; lim="" ;;
+	fetch) src=fet; n=$FETCH_EVENTS; target=">= 2000 ev/s"; op=">="; lim=2000 ;;
+	esac
+	[ "$strategy" = fetch ] && curl -sf -X POST "$SIM/_sim/counters/reset" >/dev/null
+	load "$strategy" "$src" "$n"
+	w=$(drain_worker "$src")
+	fetches=""
+	if [ "$strategy" = fetch ]; then
+		fetches=$(curl -sf "$SIM/_sim/counters" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["fetches"].values()))')
+		fetches="$fetches, worker fetch latency avg/max ms $(q -F / -c "SELECT round(fetch_latency_avg_ms::numeric, 2), round(fetch_latency_max_ms::numeric, 2) FROM webhook_inbox.worker_stats()")"
+	fi
+	echo "  $strategy: worker $w ev/s; outcomes $(outcomes "$src")${fetches:+; simulator fetches $fetches}" >&2
+	load "$strategy" "$src" "$n"
+	s=$(drain_sql "$n")
+	echo "  $strategy: SQL alone $s ev/s; outcomes $(outcomes "$src")" >&2
+	met="-"
+	[ -n "$op" ] && met=$(check "$w" "$op" "$lim")
+	add_result worker "drain $strategy (worker)" "$w" "ev/s" "same cycle from SQL alone" "$s" "$target" "$met"
+done
+
+# ---- latency from intake commit to processed at a steady 100 events/s ----
+q -c "CREATE TRIGGER bench_note_done AFTER UPDATE OF status ON webhook_inbox.inbox
+      FOR EACH ROW WHEN (NEW.status = 'done' AND OLD.status <> 'done') EXECUTE FUNCTION bench.note_done()" >/dev/null
+echo "SELECT bench.stripe('occ', bench.occurrence_body(nextval('bench.ids')));" >"$BENCH_WORK/one_intake.sql"
+chmod 644 "$BENCH_WORK/one_intake.sql"
+worker_enable on
+sleep 0.5
+t0=$(q -c "SELECT clock_timestamp()")
+pgbench -n -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c 1 -R 100 -T "$LATENCY_SECONDS" \
+	-f "$BENCH_WORK/one_intake.sql" bench >"$BENCH_WORK/pgbench_latency.out" 2>&1
+for _ in $(seq 100); do [ "$(open_events occ)" -eq 0 ] && break; sleep 0.05; done
+worker_enable off
+q -c "DROP TRIGGER bench_note_done ON webhook_inbox.inbox" >/dev/null
+read -r lat_n lat_p50 lat_p99 lat_max <<<"$(q -F ' ' -c "
+	SELECT count(*),
+	       round((percentile_cont(0.5) WITHIN GROUP (ORDER BY ms))::numeric, 2),
+	       round((percentile_cont(0.99) WITHIN GROUP (ORDER BY ms))::numeric, 2),
+	       round(max(ms)::numeric, 2)
+	  FROM (SELECT extract(epoch FROM d.at - i.received_at) * 1000 AS ms
+	          FROM webhook_inbox.inbox i JOIN bench.done_at d ON d.inbox_id = i.id
+	         WHERE i.received_at >= '$t0') x")"
+echo "  latency: $lat_n events at 100/s: p50 $lat_p50 ms, p99 $lat_p99 ms, max $lat_max ms" >&2
+add_result latency "intake commit -> done p50 (100 ev/s)" "$lat_p50" "ms" "-" "-" "-" "-"
+add_result latency "intake commit -> done p99 (100 ev/s)" "$lat_p99" "ms" "-" "-" "<= 50 ms" "$(check "$lat_p99" '<=' 50)"
+
+# ---- coalescing under a burst of duplicates ----
+# BURST_EVENTS distinct events over BURST_OBJECTS simulator subscriptions,
+# each delivered twice, from 4 clients at full speed while the worker runs.
+curl -sf -X POST "$SIM/_sim/counters/reset" >/dev/null
+first=$((FETCH_EVENTS + 1)); last=$((FETCH_EVENTS + BURST_OBJECTS))
+cat >"$BENCH_WORK/burst.sql" <<SQL
+\\set s random($first, $last)
+SELECT bench.stripe('fet', b), bench.stripe('fet', b)
+  FROM (SELECT bench.fetch_body(nextval('bench.ids'), id) AS b FROM bench.subs WHERE i = :s) x;
+SQL
+chmod 644 "$BENCH_WORK/burst.sql"
+t0=$(q -c "SELECT clock_timestamp()")
+worker_enable on
+pgbench -n -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c 4 -j 2 -t $((BURST_EVENTS / 4)) \
+	-f "$BENCH_WORK/burst.sql" bench >"$BENCH_WORK/pgbench_burst.out" 2>&1
+deadline=$(( $(date +%s) + DRAIN_TIMEOUT ))
+while [ "$(open_events fet)" -gt 0 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.05; done
+worker_enable off
+objs=$(q -c "SELECT count(DISTINCT object_id) FROM webhook_inbox.inbox WHERE received_at >= '$t0' AND object_type = 'subscription'")
+evs=$(q -c "SELECT count(*) FROM webhook_inbox.inbox WHERE received_at >= '$t0' AND object_type = 'subscription'")
+fetches=$(curl -sf "$SIM/_sim/counters" | python3 -c 'import json,sys; print(sum(json.load(sys.stdin)["fetches"].values()))')
+per=$(fdiv "$fetches" "$objs")
+echo "  coalescing: $evs distinct events (x2 deliveries) on $objs objects -> $fetches fetches" >&2
+add_result coalescing "fetches per distinct object (burst)" "$per" "x" "events per object" "$(fdiv "$evs" "$objs")" "<= 1.1" "$(check "$per" '<=' 1.1)"
+
+# ---- held-back vacuum: drain with a transaction held open vs without ----
+load occurrence occ "$DRAIN_EVENTS"
+free=$(drain_worker occ)
+psql -X -q -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -d bench \
+	-c "SET application_name = 'bench_holder'" \
+	-c "BEGIN" -c "SELECT txid_current()" -c "SELECT pg_sleep(3600)" >/dev/null 2>&1 &
+holder_pid=$!
+for _ in $(seq 50); do
+	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'bench_holder' AND backend_xid IS NOT NULL")" -gt 0 ] && break
+	sleep 0.1
+done
+load occurrence occ "$DRAIN_EVENTS"
+held=$(drain_worker occ)
+q -c "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_holder'" >/dev/null
+wait "$holder_pid" 2>/dev/null || true
+holder_pid=""
+ratio=$(fdiv "$held" "$free")
+echo "  held-back vacuum: $held ev/s with a transaction open, $free ev/s without" >&2
+add_result vacuum "drain occurrence with xact held open" "$held" "ev/s" "same drain with nothing held" "$free" "-" "-"
+add_result vacuum "  ratio held / free" "$ratio" "x" "-" "-" ">= 0.8" "$(check "$ratio" '>=' 0.8)"
