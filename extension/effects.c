@@ -35,6 +35,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "webhook_inbox.h"
 
@@ -186,14 +187,47 @@ maybe_fault(const char *point)
 }
 
 /*
+ * Transaction steps.  In a procedure (own_xacts false) one non-atomic SPI
+ * connection spans the cycle and SPI_commit() ends each step.  In the
+ * background worker (own_xacts true) each step is a transaction of its own
+ * with its own snapshot, started and committed here.
+ */
+static void
+step_begin(bool own_xacts)
+{
+	if (!own_xacts)
+		return;
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+step_end(bool own_xacts)
+{
+	if (!own_xacts)
+	{
+		SPI_commit();
+		return;
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/*
  * Run one claim/send/store cycle for up to max_effects http effects.
  *
- * Must be called with a transaction open and no SPI connection; it commits
- * that transaction (and the ones it starts) and returns with a new one open.
+ * With own_xacts false (the run_effects procedure) it must be called in a
+ * non-atomic context with a transaction open and no SPI connection; it
+ * commits that transaction and returns with a new one open.  With own_xacts
+ * true (the background worker) it must be called outside any transaction.
  * Returns the number of effects it sent a request for.
  */
 int
-wi_effects_cycle(const char *worker, int max_effects)
+wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 {
 	MemoryContext jobcxt;
 	MemoryContext oldcxt;
@@ -216,9 +250,10 @@ wi_effects_cycle(const char *worker, int max_effects)
 		Oid			types[4] = {TEXTOID, INT4OID, INTERVALOID, INT4OID};
 		Datum		args[4];
 
-		if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		if (!own_xacts && SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 			elog(ERROR, "webhook_inbox: SPI_connect failed");
 
+		step_begin(own_xacts);
 		args[0] = CStringGetTextDatum(worker);
 		args[1] = Int32GetDatum(max_effects);
 		args[2] = DirectFunctionCall3(interval_in, CStringGetDatum(psprintf("%d ms", wi_lease_ms)),
@@ -252,7 +287,7 @@ wi_effects_cycle(const char *worker, int max_effects)
 		MemoryContextSwitchTo(oldcxt);
 
 		/* the attempts are on record before any request leaves */
-		SPI_commit();
+		step_end(own_xacts);
 		if (njobs > 0)
 			maybe_fault("after_claim");
 
@@ -273,6 +308,7 @@ wi_effects_cycle(const char *worker, int max_effects)
 			char		snulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 			EffectJob  *j = &jobs[i];
 
+			step_begin(own_xacts);
 			sargs[0] = Int64GetDatum(j->id);
 			sargs[1] = Int64GetDatum(j->token);
 			sargs[2] = CStringGetTextDatum(j->action);
@@ -294,9 +330,10 @@ wi_effects_cycle(const char *worker, int max_effects)
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "webhook_inbox: storing an effect's answer failed: %s",
 					 SPI_result_code_string(rc));
-			SPI_commit();
+			step_end(own_xacts);
 		}
-		SPI_finish();
+		if (!own_xacts)
+			SPI_finish();
 	}
 	PG_FINALLY();
 	{
@@ -330,6 +367,6 @@ wi_run_effects(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_effects must be between 1 and 1000")));
-	(void) wi_effects_cycle(worker, max_effects);
+	(void) wi_effects_cycle(worker, max_effects, false);
 	PG_RETURN_VOID();
 }

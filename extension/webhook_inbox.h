@@ -50,6 +50,6 @@ extern void wi_set_worker_latch(Latch *latch);
 extern void wi_worker_init(void);
 
 /* External effects (effects.c): one claim/send/store cycle; commits. */
-extern int	wi_effects_cycle(const char *worker, int max_effects);
+extern int	wi_effects_cycle(const char *worker, int max_effects, bool own_xacts);
 
 #endif							/* WEBHOOK_INBOX_H */

@@ -652,6 +652,39 @@ process_round(void)
 
 /* ---------- the worker process ---------- */
 
+/*
+ * One cycle of external effects (effects.c), which runs its own
+ * transactions.  An error is logged and counted, and the round goes on.
+ * Returns true when a full batch was taken (more may be due).
+ */
+static bool
+effects_round(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			n = 0;
+
+	pgstat_report_activity(STATE_RUNNING, "webhook_inbox: effects");
+	PG_TRY();
+	{
+		n = wi_effects_cycle(wi_worker_name, wi_batch_size, true);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		ereport(LOG, (errmsg("webhook_inbox worker: effects: %s", edata->message)));
+		FreeErrorData(edata);
+		wi_stat_add(WI_STAT_ERRORS, 1);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
+	return n >= wi_batch_size;
+}
+
 static void
 handle_sigterm(SIGNAL_ARGS)
 {
@@ -713,6 +746,8 @@ wi_worker_main(Datum main_arg)
 				ereport(LOG, (errmsg("webhook_inbox worker: the extension exists, processing the inbox")));
 			announced = true;
 			more = process_round();
+			if (!wi_got_sigterm && effects_round())
+				more = true;
 			if (!wi_got_sigterm)
 				wi_sweep_due();
 		}

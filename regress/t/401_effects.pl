@@ -203,6 +203,18 @@ $node->safe_psql('postgres', 'CALL webhook_inbox.run_effects()');
 is($node->safe_psql('postgres', q{SELECT status || ' ' || response_status FROM webhook_inbox.effects WHERE effect_key = 'refund:bad'}),
 	'failed 404', 'rejection recorded as failed with the provider\'s answer');
 
+# --- the background worker executes http effects by itself ---
+$node->safe_psql('postgres', 'ALTER SYSTEM SET webhook_inbox.enabled = on');
+$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
+request_refund('refund:by-worker', 'st', $payments[0], 7);
+ok($node->poll_query_until('postgres',
+		"SELECT status = 'done' FROM webhook_inbox.effects WHERE effect_key = 'refund:by-worker'"),
+	'the worker submitted the effect');
+is(counters()->{'refund:by-worker'}, 1, 'once');
+like($node->safe_psql('postgres',
+		"SELECT holder FROM webhook_inbox.effects e JOIN webhook_inbox.effect_attempts a ON a.effect_id = e.id "
+		  . "WHERE e.effect_key = 'refund:by-worker'"), qr/^$/, 'the claim was released');
+
 $node->stop;
 stop_proc($sim);
 done_testing();
