@@ -46,17 +46,6 @@ typedef struct Candidate
 	char	   *object_id;
 } Candidate;
 
-static SPIPlanPtr
-keep(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL || SPI_keepplan(plan) != 0)
-		elog(ERROR, "webhook_inbox: preparing a claim statement failed: %s",
-			 SPI_result_code_string(SPI_result));
-	return plan;
-}
-
 static void
 prepare_claim_plans(void)
 {
@@ -71,7 +60,7 @@ prepare_claim_plans(void)
 		 * row locks here: the advisory lock and the lease decide, and the
 		 * marking step skips rows locked by others.
 		 */
-		candidates_plan = keep(
+		candidates_plan = wi_keep_plan(
 			"SELECT i.source_id, s.name, i.object_type, i.object_id, i.id "
 			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id "
 			"WHERE i.status IN ('pending', 'retry', 'processing') "
@@ -84,7 +73,7 @@ prepare_claim_plans(void)
 	{
 		Oid			t[3] = {INT4OID, TEXTOID, TEXTOID};
 
-		lock_plan = keep(
+		lock_plan = wi_keep_plan(
 			"SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended("
 			"'webhook_inbox/' || $1 || '/' || $2 || '/' || $3, 0))", 3, t);
 	}
@@ -92,7 +81,7 @@ prepare_claim_plans(void)
 		Oid			t[5] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, INTERVALOID};
 
 		/* a new token, unless someone else's claim is still live */
-		lease_plan = keep(
+		lease_plan = wi_keep_plan(
 			"INSERT INTO webhook_inbox.object_leases AS l "
 			"(source_id, object_type, object_id, token, holder, expires_at) "
 			"VALUES ($1, $2, $3, nextval('webhook_inbox.claim_token_seq'), $4, now() + $5) "
@@ -108,7 +97,7 @@ prepare_claim_plans(void)
 		 * Every due event of the object joins the claim, including those of an
 		 * expired claim (status processing under an older token).
 		 */
-		mark_plan = keep(
+		mark_plan = wi_keep_plan(
 			"WITH e AS (SELECT id FROM webhook_inbox.inbox "
 			"  WHERE source_id = $1 AND object_type = $2 AND object_id = $3 "
 			"  AND status IN ('pending', 'retry', 'processing') "
@@ -121,7 +110,7 @@ prepare_claim_plans(void)
 	{
 		Oid			t[1] = {INT8OID};
 
-		unlease_plan = keep("DELETE FROM webhook_inbox.object_leases WHERE token = $1", 1, t);
+		unlease_plan = wi_keep_plan("DELETE FROM webhook_inbox.object_leases WHERE token = $1", 1, t);
 	}
 }
 

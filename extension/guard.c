@@ -40,17 +40,6 @@ static SPIPlanPtr update_plan = NULL;
 static SPIPlanPtr transition_plan = NULL;
 static SPIPlanPtr delete_plan = NULL;
 
-static SPIPlanPtr
-keep(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL || SPI_keepplan(plan) != 0)
-		elog(ERROR, "webhook_inbox: preparing a guard statement failed: %s",
-			 SPI_result_code_string(SPI_result));
-	return plan;
-}
-
 static void
 prepare_guard_plans(void)
 {
@@ -61,26 +50,26 @@ prepare_guard_plans(void)
 	{
 		Oid			t[1] = {TEXTOID};
 
-		source_id_plan = keep("SELECT id FROM webhook_inbox.sources WHERE name = $1", 1, t);
+		source_id_plan = wi_keep_plan("SELECT id FROM webhook_inbox.sources WHERE name = $1", 1, t);
 	}
 	{
 		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, INT8OID};
 
 		/* fenced if another claim holds the object or a newer token saved it */
-		fence_plan = keep(
+		fence_plan = wi_keep_plan(
 			"SELECT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l "
 			"  WHERE l.source_id = $1 AND l.object_type = $2 AND l.object_id = $3 AND l.token <> $4) "
 			"OR EXISTS (SELECT 1 FROM webhook_inbox.objects o "
 			"  WHERE o.source_id = $1 AND o.object_type = $2 AND o.object_id = $3 "
 			"  AND o.fence_token > $4)", 4, t);
 	}
-	insert_plan = keep(
+	insert_plan = wi_keep_plan(
 		"INSERT INTO webhook_inbox.objects (source_id, object_type, object_id) "
 		"VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, key);
-	delete_plan = keep(
+	delete_plan = wi_keep_plan(
 		"DELETE FROM webhook_inbox.objects WHERE source_id = $1 AND object_type = $2 "
 		"AND object_id = $3", 3, key);
-	lock_plan = keep(
+	lock_plan = wi_keep_plan(
 		"SELECT status, version, state, deleted, (status IS NULL AND version IS NULL "
 		"AND state IS NULL AND NOT deleted) AS fresh FROM webhook_inbox.objects "
 		"WHERE source_id = $1 AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
@@ -88,7 +77,7 @@ prepare_guard_plans(void)
 		Oid			t[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, JSONBOID, BOOLOID,
 		INT8OID, INT8OID};
 
-		update_plan = keep(
+		update_plan = wi_keep_plan(
 			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = coalesce($5, version), "
 			"state = coalesce($6, state), deleted = $7, "
 			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
@@ -99,7 +88,7 @@ prepare_guard_plans(void)
 		Oid			t[8] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, TEXTOID,
 		INT8OID};
 
-		transition_plan = keep(
+		transition_plan = wi_keep_plan(
 			"INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, "
 			"from_status, to_status, version, cause, event_id) "
 			"VALUES ($1, $2, $3, $4, $5, $6, $7, $8)", 8, t);

@@ -109,18 +109,6 @@ layout_for(const char *kind)
 	return NULL;				/* keep compiler quiet */
 }
 
-static SPIPlanPtr
-prepare_kept(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL)
-		elog(ERROR, "webhook_inbox: SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "webhook_inbox: SPI_keepplan failed");
-	return plan;
-}
-
 static void
 prepare_plans(void)
 {
@@ -128,7 +116,7 @@ prepare_plans(void)
 	{
 		Oid			types[1] = {TEXTOID};
 
-		source_plan = prepare_kept(
+		source_plan = wi_keep_plan(
 			"SELECT id, kind, enabled, settings FROM webhook_inbox.sources WHERE name = $1",
 			1, types);
 	}
@@ -136,7 +124,7 @@ prepare_plans(void)
 	{
 		Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, JSONBOID};
 
-		classify_plan = prepare_kept(
+		classify_plan = wi_keep_plan(
 			"SELECT route_id, route_version, strategy, object_type, object_id, "
 			"version::text, provider_time::text, status_value "
 			"FROM webhook_inbox._classify($1, $2, $3, $4)",
@@ -148,7 +136,7 @@ prepare_plans(void)
 		TEXTOID, INT4OID, INT4OID, NUMERICOID, TIMESTAMPTZOID, TEXTOID, JSONBOID,
 		BYTEAOID, BYTEAOID, TEXTOID, TEXTOID};
 
-		inbox_plan = prepare_kept(
+		inbox_plan = wi_keep_plan(
 			"INSERT INTO webhook_inbox.inbox (source_id, event_id, correlation_id, event_type, "
 			"object_type, object_id, strategy, route_id, route_version, provider_version, "
 			"provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
@@ -160,7 +148,7 @@ prepare_plans(void)
 	{
 		Oid			types[6] = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, INT4OID, TEXTOID};
 
-		delivery_plan = prepare_kept(
+		delivery_plan = wi_keep_plan(
 			"INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
 			"body_size, outcome) VALUES ($1, $2, $3, $4, $5, $6)",
 			6, types);

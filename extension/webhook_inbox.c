@@ -17,6 +17,19 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+SPIPlanPtr
+wi_keep_plan(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "webhook_inbox: preparing a statement failed: %s",
+			 SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "webhook_inbox: keeping a prepared statement failed");
+	return plan;
+}
+
 void
 _PG_init(void)
 {

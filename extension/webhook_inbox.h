@@ -12,6 +12,15 @@
 #include "storage/latch.h"
 #include "storage/spin.h"
 
+#include "executor/spi.h"
+
+/*
+ * Prepare a statement once per backend and keep it (webhook_inbox.c).  Raises
+ * if it cannot be prepared; the extension's statements are fixed, so that is
+ * a bug, not a user error.
+ */
+extern SPIPlanPtr wi_keep_plan(const char *sql, int nargs, Oid *types);
+
 /* GUCs (guc.c) */
 extern char *wi_database;
 extern bool wi_enabled;
