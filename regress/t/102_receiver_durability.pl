@@ -15,6 +15,8 @@ use IPC::Run;
 use PostgreSQL::Test::Utils;
 use ReceiverTest;
 use Test::More;
+use IO::Select;
+use IO::Socket::INET;
 use Time::HiRes ();
 
 my $node = new_node('durability');
@@ -109,6 +111,35 @@ for my $mode ('fast', 'immediate')
 	check_acknowledged_stored($round, $mode);
 }
 
+# The answer waits for COMMIT: while intake() is blocked by a lock, the
+# client has no answer; once the transaction commits it gets 200, and the
+# row is there by then.
+{
+	my $bg = $node->background_psql('postgres');
+	$bg->query_safe('BEGIN; LOCK TABLE webhook_inbox.deliveries IN ACCESS EXCLUSIVE MODE;');
+	my $body = '{"id":"wait-1","action":"opened"}';
+	my $h = sign('github', $secret, $body, id => 'wait-1');
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $r->{port})
+	  or die "connect: $!";
+	syswrite($s, "POST /hooks/dur HTTP/1.1\r\nHost: x\r\nContent-Length: " . length($body)
+		  . "\r\n" . join('', map { "$_: $h->{$_}\r\n" } sort keys %$h) . "\r\n" . $body);
+	ok(poll_until(sub {
+		$node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE usename = 'rcv' AND wait_event_type = 'Lock'") >= 1 },
+		'intake waiting on the lock'),
+		'commit wait: intake is blocked');
+	ok(!IO::Select->new($s)->can_read(0), 'commit wait: no answer before COMMIT');
+	$bg->query_safe('ROLLBACK;');
+	$bg->quit;
+	my $answer = '';
+	poll_until(sub {
+		if (IO::Select->new($s)->can_read(0)) { sysread($s, my $b, 4096) or return 1; $answer .= $b; }
+		$answer =~ /\r\n\r\n\w+$/ }, 'answer');
+	like($answer, qr{^HTTP/1\.1 200 .*\r\n\r\n(new|quarantined)$}s, 'commit wait: 200 once committed');
+	is(inbox_count($node, 'dur', 'wait-1'), 1, 'commit wait: the row exists when the answer comes');
+	close $s;
+}
+
 # A database that stops answering (a lock held elsewhere) must not make
 # requests hang: the batch is given up after commit-timeout (3 s) with 503,
 # and the receiver reconnects and serves again once the lock is gone.
@@ -129,6 +160,35 @@ for my $mode ('fast', 'immediate')
 		post($r, 'dur', sign('github', $secret, $body, id => 'stuck-2'), $body)->{status} == 200 },
 		'service after the lock', 30),
 		'silent database: served again once it answers');
+}
+
+# A second signal exits at once, even while a batch cannot finish.
+{
+	my $x = start_receiver($node, '--commit-timeout', '30000');
+	my $bg = $node->background_psql('postgres');
+	$bg->query_safe('BEGIN; LOCK TABLE webhook_inbox.deliveries IN ACCESS EXCLUSIVE MODE;');
+	my $body = '{"id":"second-1","action":"opened"}';
+	my $h = sign('github', $secret, $body, id => 'second-1');
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $x->{port})
+	  or die "connect: $!";
+	syswrite($s, "POST /hooks/dur HTTP/1.1\r\nHost: x\r\nContent-Length: " . length($body)
+		  . "\r\n" . join('', map { "$_: $h->{$_}\r\n" } sort keys %$h) . "\r\n" . $body);
+	poll_until(sub {
+		$node->safe_psql('postgres',
+			"SELECT count(*) FROM pg_stat_activity WHERE usename = 'rcv' AND wait_event_type = 'Lock'") >= 1 },
+		'intake waiting on the lock');
+	kill 'INT', $x->{pid};
+	ok(poll_until(sub { $x->{harness}->pump_nb; $x->{log} =~ /draining/ }, 'draining', 10),
+		'second signal: first SIGINT starts draining');
+	ok(kill(0, $x->{pid}), 'second signal: still draining the blocked batch');
+	my $t0 = Time::HiRes::time();
+	kill 'TERM', $x->{pid};
+	$x->{harness}->finish;
+	is($x->{harness}->result(0), 1, 'second signal: exits at once with status 1');
+	cmp_ok(Time::HiRes::time() - $t0, '<', 5, 'second signal: did not wait for the batch');
+	close $s;
+	$bg->query_safe('ROLLBACK;');
+	$bg->quit;
 }
 
 # SIGTERM under load
