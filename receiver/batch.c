@@ -6,7 +6,8 @@
  * Each of the --db-connections connections sends work in "units", each
  * ended by a pipeline sync:
  *
- *	setup     LISTEN webhook_inbox_sources; PREPARE intake; load sources
+ *	setup     synchronous_commit guard; LISTEN webhook_inbox_sources;
+ *	          PREPARE intake; load sources
  *	sources   load sources (after NOTIFY or SIGHUP)
  *	batch     BEGIN; intake($1,$2,$3) per delivery; COMMIT
  *	rollback  ROLLBACK, after a batch left the session in a failed block
@@ -343,7 +344,16 @@ send_setup_or_sources(dbconn *c)
 	{
 		static const Oid types[3] = {TEXTOID, TEXTARRAYOID, BYTEAOID};
 
-		if (!PQsendQueryParams(c->conn, "LISTEN " NOTIFY_CHANNEL, 0, NULL, NULL,
+		/*
+		 * An acknowledgement promises durability: with synchronous_commit
+		 * off, COMMIT returns before the WAL is flushed, so this session
+		 * turns it back on (any stronger setting is left as it is).
+		 */
+		if (!PQsendQueryParams(c->conn,
+							   "SELECT set_config('synchronous_commit', 'on', false)"
+							   " WHERE current_setting('synchronous_commit') = 'off'",
+							   0, NULL, NULL, NULL, NULL, 0) ||
+			!PQsendQueryParams(c->conn, "LISTEN " NOTIFY_CHANNEL, 0, NULL, NULL,
 							   NULL, NULL, 0) ||
 			!PQsendPrepare(c->conn, "intake",
 						   "SELECT webhook_inbox.intake($1, $2, $3)", 3, types))
@@ -506,7 +516,8 @@ handle_result(dbconn *c, PGresult *res)
 			c->commit_ok = 1;
 	}
 	else if ((c->inflight == U_SETUP || c->inflight == U_SOURCES) &&
-			 st == PGRES_TUPLES_OK && !c->failed)
+			 st == PGRES_TUPLES_OK && !c->failed &&
+			 PQnfields(res) > 1)	/* not the synchronous_commit guard */
 	{
 		rcv_sources *s = rcv_sources_from_result(res);
 

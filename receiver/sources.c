@@ -110,11 +110,18 @@ rcv_sources_from_result(const PGresult *res)
 		if (s->n == 0 ||
 			strcmp(s->items[s->n - 1].name, PQgetvalue(res, row, COL_NAME)) != 0)
 		{
+			int			nsecrets = 1;
+
+			/* this source's rows: as many as it has secrets */
+			while (row + nsecrets < nrows &&
+				   strcmp(PQgetvalue(res, row + nsecrets, COL_NAME),
+						  PQgetvalue(res, row, COL_NAME)) == 0)
+				nsecrets++;
 			src = &s->items[s->n++];
 			fill_source(src, res, row);
 			if (src->name == NULL || src->kind == NULL)
 				goto err;
-			src->verifier.secrets = calloc((size_t) nrows, sizeof(rcv_secret));
+			src->verifier.secrets = calloc((size_t) nsecrets, sizeof(rcv_secret));
 			if (src->verifier.secrets == NULL)
 				goto err;
 		}
