@@ -140,6 +140,30 @@ for my $mode ('fast', 'immediate')
 	close $s;
 }
 
+# Reloads under load drop nothing: while clients stream, the sources are
+# changed (and so reloaded) over and over; every answer is still 200.
+{
+	my $round = 'reload';
+	my @streams = start_streams($round, 0);
+	ok(poll_until(sub { count_status($round, qr/^200$/) >= 100 }, 'traffic', 60),
+		'reload: deliveries flowing');
+	for my $i (1 .. 20)
+	{
+		wait_reload($r, $node,
+			"UPDATE webhook_inbox.sources SET settings = '{\"n\": $i}' WHERE name = 'dur'");
+	}
+	my $before = count_status($round, qr/^200$/);
+	ok(poll_until(sub { count_status($round, qr/^200$/) >= $before + 50 }, 'traffic', 60),
+		'reload: still flowing after 20 reloads');
+	open(my $fh, '>', "$tmp/stop-$round") or die;
+	close $fh;
+	$_->finish for @streams;
+	my @other = grep { $_->[1] ne '200' } answers($round);
+	is(scalar(@other), 0, 'reload: every delivery answered 200 across 20 reloads')
+	  or diag("other answers: " . join(', ', map { "@$_" } @other[0 .. ($#other < 9 ? $#other : 9)]));
+	check_acknowledged_stored($round, 'reload');
+}
+
 # A database that stops answering (a lock held elsewhere) must not make
 # requests hang: the batch is given up after commit-timeout (3 s) with 503,
 # and the receiver reconnects and serves again once the lock is gone.
