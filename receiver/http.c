@@ -33,6 +33,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
+#include <openssl/rand.h>
 
 #include "encode.h"
 #include "log.h"
@@ -41,6 +42,7 @@
 #include "verify.h"
 
 #define CONN_BUCKETS 1024
+#define DELIVERY_HEADER "x-webhook-inbox-delivery"
 
 /* Per-connection state. */
 typedef struct conn
@@ -396,13 +398,42 @@ rcv_http_complete(rcv_delivery *d, int committed)
  * Routes
  * --------------------------------------------------------------------- */
 
-/* Headers that authenticate someone to us, not data: never stored. */
+/*
+ * Headers not passed to intake(): those that authenticate someone to us
+ * (not data), and our own delivery id, which a client must not choose.
+ */
 static int
 is_private_header(const char *name)
 {
 	return strcasecmp(name, "authorization") == 0 ||
 		strcasecmp(name, "proxy-authorization") == 0 ||
-		strcasecmp(name, "cookie") == 0;
+		strcasecmp(name, "cookie") == 0 ||
+		strcasecmp(name, DELIVERY_HEADER) == 0;
+}
+
+/*
+ * new_delivery_id
+ *		A random UUID (version 4) naming this one delivery attempt; stored
+ *		in deliveries.delivery_id and echoed in the answer, so an operator
+ *		can match a provider's retry log to our audit rows.
+ */
+static void
+new_delivery_id(char out[37])
+{
+	unsigned char b[16];
+
+	if (RAND_bytes(b, sizeof(b)) != 1)
+	{
+		/* not security relevant: an id, not a secret */
+		for (size_t i = 0; i < sizeof(b); i++)
+			b[i] = (unsigned char) random();
+	}
+	b[6] = (unsigned char) ((b[6] & 0x0f) | 0x40);
+	b[8] = (unsigned char) ((b[8] & 0x3f) | 0x80);
+	snprintf(out, 37,
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
+			 b[10], b[11], b[12], b[13], b[14], b[15]);
 }
 
 static void
@@ -421,6 +452,7 @@ handle_hook(struct evhttp_request *req, const char *name)
 	size_t		len;
 	int			nhdrs = 0;
 	int			nstore = 0;
+	char		delivery_id[37];
 
 	rcv_log_safe(name, safe, sizeof(safe));
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
@@ -490,6 +522,12 @@ handle_hook(struct evhttp_request *req, const char *name)
 	for (int i = 0; i < nhdrs; i++)
 		if (!is_private_header(hdrs[i].name))
 			hdrs[nstore++] = hdrs[i];
+	new_delivery_id(delivery_id);
+	hdrs[nstore].name = DELIVERY_HEADER;
+	hdrs[nstore].value = delivery_id;
+	nstore++;
+	evhttp_add_header(evhttp_request_get_output_headers(req), "X-Webhook-Inbox-Delivery",
+					  delivery_id);
 	d = calloc(1, sizeof(*d));
 	if (d == NULL)
 		goto oom;

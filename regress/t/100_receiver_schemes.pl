@@ -240,6 +240,24 @@ for my $kind (sort keys %kinds)
 	is($second->{content}, 'duplicate', 'duplicate: second answer says so');
 	is(inbox_count($node, 'src_github', $id), 1, 'duplicate: one inbox row');
 	is(deliveries_count($node, 'src_github', $id), 2, 'duplicate: two deliveries rows');
+	my $ids = $node->safe_psql('postgres',
+		"SELECT string_agg(delivery_id, ',' ORDER BY d.id) FROM webhook_inbox.deliveries d "
+		  . "JOIN webhook_inbox.sources s ON s.id = d.source_id "
+		  . "WHERE s.name = 'src_github' AND d.event_id = '$id'");
+	is($ids,
+		"$first->{headers}{'x-webhook-inbox-delivery'},$second->{headers}{'x-webhook-inbox-delivery'}",
+		'duplicate: each attempt audited under the delivery id it was answered with');
+	like($first->{headers}{'x-webhook-inbox-delivery'}, qr/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+		'delivery id is a random UUID');
+
+	# a client cannot choose the delivery id
+	($id, $h, $body) = delivery('github', secret => 'gh-hook-secret-rotated');
+	$h->{'X-Webhook-Inbox-Delivery'} = 'chosen-by-client';
+	my $res = post($r, 'src_github', $h, $body);
+	is($res->{status}, 200, 'client delivery id: accepted');
+	is($node->safe_psql('postgres',
+		"SELECT delivery_id FROM webhook_inbox.deliveries WHERE event_id = '$id'"),
+		$res->{headers}{'x-webhook-inbox-delivery'}, 'client delivery id: replaced by ours');
 }
 
 # Verification failures are counted by source and reason.
