@@ -11,6 +11,8 @@
  */
 #include "postgres.h"
 
+#include "utils/timestamp.h"
+
 #include <curl/curl.h>
 
 #include "miscadmin.h"
@@ -126,6 +128,7 @@ start_request(WiHttpRequest *req)
 	req->headers = headers;
 	req->handle = h;
 	req->started = true;
+	req->started_at = GetCurrentTimestamp();
 
 	curl_easy_setopt(h, CURLOPT_URL, req->url);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, req);

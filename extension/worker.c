@@ -73,6 +73,7 @@ typedef struct Claim
 	WiTypeMap	type;
 	WiHttpRequest req;
 	bool		handled;		/* its fetch was answered or given back */
+	uint64		counts[10];		/* outcomes of its local work, counted once committed */
 } Claim;
 
 /*
@@ -351,27 +352,65 @@ claim_xact(void *arg)
 
 /* ---------- step 2: what needs no provider request ---------- */
 
+static const WiStat local_stat_cols[] = {WI_STAT_SAVED, WI_STAT_DUPLICATES, WI_STAT_STALE,
+	WI_STAT_TIES, WI_STAT_BACKWARD, WI_STAT_OCCURRENCES, WI_STAT_IGNORED, WI_STAT_QUARANTINED,
+WI_STAT_UNORDERABLE, WI_STAT_FENCED};
+
+/* The local work of one claim, inside the caller's transaction. */
 static void
-local_xact(void *arg)
+local_work(Claim *c)
 {
-	Claim	   *c = (Claim *) arg;
 	Oid			t[1] = {INT8OID};
 	Datum		v[1] = {Int64GetDatum(c->token)};
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
-	static const WiStat cols[] = {WI_STAT_SAVED, WI_STAT_DUPLICATES, WI_STAT_STALE, WI_STAT_TIES,
-		WI_STAT_BACKWARD, WI_STAT_OCCURRENCES, WI_STAT_IGNORED, WI_STAT_QUARANTINED,
-	WI_STAT_UNORDERABLE};
 
 	exec("SELECT * FROM webhook_inbox._work_claim($1)", 1, t, v, NULL, SPI_OK_SELECT);
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	for (int i = 0; i < lengthof(cols); i++)
-		wi_stat_add(cols[i], (uint64) DatumGetInt32(SPI_getbinval(tup, desc, i + 1, &isnull)));
-	if (DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)))
-		wi_stat_add(WI_STAT_FENCED, 1);
+	for (int i = 0; i < 9; i++)
+		c->counts[i] = (uint64) DatumGetInt32(SPI_getbinval(tup, desc, i + 1, &isnull));
+	c->counts[9] = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull)) ? 1 : 0;
 	c->need_fetch = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
+}
+
+static void
+local_xact(void *arg)
+{
+	local_work((Claim *) arg);
+}
+
+typedef struct LocalBatch
+{
+	Claim	   *claims;
+	int			nclaims;
+} LocalBatch;
+
+/*
+ * The local work of every claim of a round in one transaction: one commit
+ * (one WAL flush) per round instead of one per object.  If anything fails,
+ * the caller redoes the claims one transaction each, so one bad object
+ * cannot hold up the others.
+ */
+static void
+local_batch_xact(void *arg)
+{
+	LocalBatch *lb = (LocalBatch *) arg;
+
+	for (int i = 0; i < lb->nclaims; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		local_work(&lb->claims[i]);
+	}
+}
+
+static void
+count_local(Claim *c)
+{
+	for (int i = 0; i < lengthof(local_stat_cols); i++)
+		if (c->counts[i] > 0)
+			wi_stat_add(local_stat_cols[i], c->counts[i]);
 }
 
 /* ---------- step 3: fetches ---------- */
@@ -443,9 +482,9 @@ save_xact(void *arg)
 	SaveStep   *ss = (SaveStep *) arg;
 	Claim	   *c = ss->c;
 	MemoryContext cxt = step_cxt;
-	Oid			t[6] = {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		v[6];
-	char		nl[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			t[7] = {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		v[7];
+	char		nl[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	v[0] = Int64GetDatum(c->token);
 	v[1] = Int32GetDatum((int32) c->req.status);
@@ -455,8 +494,10 @@ save_xact(void *arg)
 	nl[4] = c->type.status_path ? ' ' : 'n';
 	v[5] = c->type.version_path ? CStringGetTextDatum(c->type.version_path) : (Datum) 0;
 	nl[5] = c->type.version_path ? ' ' : 'n';
-	exec("SELECT webhook_inbox._save_fetched($1, $2, $3, $4::jsonpath, $5::jsonpath, $6::jsonpath)",
-		 6, t, v, nl, SPI_OK_SELECT);
+	v[6] = TimestampTzGetDatum(c->req.started_at);
+	nl[6] = c->req.started ? ' ' : 'n';
+	exec("SELECT webhook_inbox._save_fetched($1, $2, $3, $4::jsonpath, $5::jsonpath, $6::jsonpath, $7)",
+		 7, t, v, nl, SPI_OK_SELECT);
 	ss->result = MemoryContextStrdup(cxt, first_text());
 }
 
@@ -629,21 +670,49 @@ process_round(void)
 		wi_stat_add(WI_STAT_EVENTS, cs.claims[i].nevents);
 
 	pgstat_report_activity(STATE_RUNNING, "saving");
-	for (int i = 0; i < cs.nclaims; i++)
+	if (wi_got_sigterm)
 	{
-		Claim	   *c = &cs.claims[i];
-		char	   *err;
+		for (int i = 0; i < cs.nclaims; i++)
+			give_back(cs.claims[i].token, "defer", "worker_stopping: given back unprocessed", 0, 0);
+		return false;
+	}
+	{
+		LocalBatch	lb = {cs.claims, cs.nclaims};
 
-		if (wi_got_sigterm)
+		if (wi_run_xact(local_batch_xact, &lb) == NULL)
 		{
-			give_back(c->token, "defer", "worker_stopping: given back unprocessed", 0, 0);
-			continue;
+			for (int i = 0; i < cs.nclaims; i++)
+			{
+				count_local(&cs.claims[i]);
+				if (cs.claims[i].need_fetch)
+					nfetch++;
+			}
 		}
-		err = wi_run_xact(local_xact, c);
-		if (err)
-			give_back(c->token, "retry", err, -1, 0);
-		else if (c->need_fetch)
-			nfetch++;
+		else
+		{
+			for (int i = 0; i < cs.nclaims; i++)
+			{
+				Claim	   *c = &cs.claims[i];
+				char	   *err;
+
+				memset(c->counts, 0, sizeof(c->counts));
+				c->need_fetch = false;
+				if (wi_got_sigterm)
+				{
+					give_back(c->token, "defer", "worker_stopping: given back unprocessed", 0, 0);
+					continue;
+				}
+				err = wi_run_xact(local_xact, c);
+				if (err)
+					give_back(c->token, "retry", err, -1, 0);
+				else
+				{
+					count_local(c);
+					if (c->need_fetch)
+						nfetch++;
+				}
+			}
+		}
 	}
 	if (nfetch > 0)
 		fetch_claims(cs.claims, cs.nclaims);

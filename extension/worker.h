@@ -12,6 +12,8 @@
 
 #include "postgres.h"
 
+#include "utils/timestamp.h"
+
 #include <signal.h>
 
 #include "lib/stringinfo.h"
@@ -131,6 +133,7 @@ typedef struct WiHttpRequest
 
 	/* results */
 	bool		started;
+	TimestampTz started_at;		/* when the request left */
 	long		status;			/* HTTP status; 0 when the transfer failed */
 	char	   *error;			/* transport error, or NULL */
 	StringInfoData body;

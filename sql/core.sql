@@ -263,7 +263,7 @@ GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_receiver;
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@._check_kind(kind text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
 	IF kind IS NULL OR kind NOT IN ('stripe', 'standard', 'shopify', 'github', 'razorpay',
 									'slack', 'paddle', 'checkout', 'hmac') THEN
@@ -276,7 +276,7 @@ $$;
 COMMENT ON FUNCTION @extschema@._check_kind(text) IS 'Raises a clear error for an unknown source kind.';
 
 CREATE FUNCTION @extschema@._check_secret(kind text, secret text) RETURNS void
-LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
 	IF secret IS NULL OR secret = '' THEN
 		RAISE EXCEPTION 'signing secret must not be empty'
@@ -297,7 +297,7 @@ CREATE FUNCTION @extschema@.create_source(
 	api_base text DEFAULT NULL, api_token text DEFAULT NULL,
 	settings jsonb DEFAULT '{}', enabled boolean DEFAULT true)
 RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	new_id integer;
 BEGIN
@@ -342,7 +342,7 @@ COMMENT ON FUNCTION @extschema@.create_source(text, text, text, interval, text, 
 	'Configures a webhook endpoint; returns its id.';
 
 CREATE FUNCTION @extschema@._source_for_update(source_name text) RETURNS webhook_inbox.sources
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	s webhook_inbox.sources;
 BEGIN
@@ -358,7 +358,7 @@ $$;
 COMMENT ON FUNCTION @extschema@._source_for_update(text) IS 'Locks and returns a source by name, or raises.';
 
 CREATE FUNCTION @extschema@.rotate_secret(name text, new_secret text) RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	s webhook_inbox.sources;
 BEGIN
@@ -377,7 +377,7 @@ COMMENT ON FUNCTION @extschema@.rotate_secret(text, text) IS
 	'Adds a signing secret; old and new are both accepted until the old one is retired. Returns the number of current secrets.';
 
 CREATE FUNCTION @extschema@.retire_secret(name text, old_secret text) RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	s webhook_inbox.sources;
 BEGIN
@@ -412,7 +412,7 @@ COMMENT ON FUNCTION @extschema@.receiver_sources() IS
 	'What the receiver needs to verify deliveries: enabled sources with their secrets.';
 
 CREATE FUNCTION @extschema@._sources_changed() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
 	PERFORM pg_notify('webhook_inbox_sources', '');
 	RETURN NULL;
@@ -443,7 +443,7 @@ $$;
 COMMENT ON FUNCTION @extschema@._scalar_text(jsonb) IS 'Text of a JSON scalar; NULL for null, objects and arrays.';
 
 CREATE FUNCTION @extschema@._version_of(v jsonb) RETURNS numeric
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	/* numbers as they are; numeric strings; ISO timestamps as epoch seconds */
 	SELECT CASE
 		WHEN jsonb_typeof(v) = 'number' THEN (v #>> '{}')::numeric
@@ -455,7 +455,7 @@ COMMENT ON FUNCTION @extschema@._version_of(jsonb) IS
 	'A provider version as a number: numbers, numeric strings, or timestamps as epoch seconds.';
 
 CREATE FUNCTION @extschema@._time_of(v jsonb) RETURNS timestamptz
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT CASE
 		WHEN jsonb_typeof(v) = 'number' THEN to_timestamp((v #>> '{}')::double precision)
 		WHEN jsonb_typeof(v) = 'string' AND (v #>> '{}') ~ '^[0-9]+$' THEN to_timestamp((v #>> '{}')::double precision)
@@ -472,7 +472,7 @@ COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch secon
 CREATE FUNCTION @extschema@._classify(p_source_id integer, p_kind text, p_event_type text, p_payload jsonb,
 	OUT route_id integer, OUT route_version integer, OUT strategy text, OUT object_type text,
 	OUT object_id text, OUT version numeric, OUT provider_time timestamptz, OUT status_value text)
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
 	r webhook_inbox.routes;
 BEGIN
@@ -511,7 +511,7 @@ COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
 	'Finds the route of an event and extracts object type, id, version, time and status.';
 
 CREATE FUNCTION @extschema@._routes_bump() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
 	IF ROW(NEW.*) IS DISTINCT FROM ROW(OLD.*) THEN
 		NEW.version := OLD.version + 1;
@@ -545,7 +545,7 @@ COMMENT ON FUNCTION @extschema@.claim(text, integer, interval) IS
 	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token.';
 
 CREATE FUNCTION @extschema@._lease_for(p_token bigint) RETURNS webhook_inbox.object_leases
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 BEGIN
@@ -565,11 +565,14 @@ $$;
 COMMENT ON FUNCTION @extschema@._lease_for(bigint) IS 'Locks the lease of a current claim token, or raises.';
 
 CREATE FUNCTION @extschema@._release(l webhook_inbox.object_leases) RETURNS void
-LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
+BEGIN
+	/* plpgsql, not sql: its plan is cached across the worker's many calls */
 	DELETE FROM webhook_inbox.object_leases x
 	 WHERE x.token = l.token
 	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox i
 						WHERE i.claim_token = l.token AND i.status = 'processing');
+END
 $$;
 COMMENT ON FUNCTION @extschema@._release(webhook_inbox.object_leases) IS
 	'Ends a claim once none of its events is still processing.';
@@ -577,7 +580,7 @@ COMMENT ON FUNCTION @extschema@._release(webhook_inbox.object_leases) IS
 CREATE FUNCTION @extschema@.complete(claim_token bigint, event_ids bigint[] DEFAULT NULL,
 	outcome text DEFAULT 'done', reason text DEFAULT NULL)
 RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 	n integer;
@@ -603,7 +606,7 @@ COMMENT ON FUNCTION @extschema@.complete(bigint, bigint[], text, text) IS
 CREATE FUNCTION @extschema@.retry(claim_token bigint, error text, delay interval DEFAULT NULL,
 	max_attempts integer DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 	limit_attempts integer;
@@ -645,7 +648,7 @@ COMMENT ON FUNCTION @extschema@.retry(bigint, text, interval, integer) IS
 
 CREATE FUNCTION @extschema@.quarantine(claim_token bigint, reason text, event_ids bigint[] DEFAULT NULL)
 RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 	n integer;
@@ -702,7 +705,7 @@ CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 	ON @extschema@.machines FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._machines_changed();
 
 CREATE FUNCTION @extschema@._machines_acyclic() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	cyc record;
 BEGIN
@@ -727,7 +730,7 @@ CREATE TRIGGER machines_acyclic AFTER INSERT OR UPDATE ON @extschema@.machines
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._machines_acyclic();
 
 CREATE FUNCTION @extschema@._source_id(source_name text) RETURNS integer
-LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql STABLE AS $$
 DECLARE
 	sid integer;
 BEGIN
@@ -745,7 +748,7 @@ CREATE FUNCTION @extschema@.apply_transition(source text, object_type text, obje
 	machine text, new_status text, event bigint DEFAULT NULL, claim_token bigint DEFAULT NULL,
 	state jsonb DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	sid integer;
 	o webhook_inbox.objects;
@@ -806,7 +809,7 @@ CREATE FUNCTION @extschema@.record_occurrence(source text, kind text, occurrence
 	payload jsonb DEFAULT NULL, event bigint DEFAULT NULL, amount bigint DEFAULT NULL,
 	currency text DEFAULT NULL)
 RETURNS boolean
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	sid integer;
 	n integer;
@@ -835,7 +838,7 @@ COMMENT ON FUNCTION @extschema@.record_occurrence(text, text, text, jsonb, bigin
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.requeue(event_ids bigint[], note text DEFAULT NULL) RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	e record;
 	n integer := 0;
@@ -873,7 +876,7 @@ COMMENT ON FUNCTION @extschema@.requeue(bigint[], text) IS
 	'Controlled replay of done, ignored, retrying or quarantined events, audited in requeues.';
 
 CREATE FUNCTION @extschema@.reclassify(event_ids bigint[]) RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	e record;
 	c record;
@@ -916,7 +919,7 @@ COMMENT ON FUNCTION @extschema@.reclassify(bigint[]) IS
 
 CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
 	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
 	IF older_than IS NULL OR older_than < '0 seconds' THEN
 		RAISE EXCEPTION 'older_than must be a non-negative interval' USING ERRCODE = 'invalid_parameter_value';

@@ -91,7 +91,7 @@ COMMENT ON TABLE @extschema@.effect_resolutions IS 'Audit of every decision take
  * applies no transition) can never fire an effect a second time.
  */
 CREATE FUNCTION @extschema@._fire_effects() RETURNS trigger
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
 	IF NOT NEW.applied THEN
 		RETURN NULL;
@@ -124,7 +124,7 @@ CREATE FUNCTION @extschema@.request_effect(effect_key text, kind text, request j
 	idempotency_key text DEFAULT NULL, source text DEFAULT NULL, owner text DEFAULT 'engineering',
 	amount bigint DEFAULT NULL, ceiling_group text DEFAULT NULL, ceiling bigint DEFAULT NULL)
 RETURNS bigint
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	e webhook_inbox.effects;
 	sid integer;
@@ -205,7 +205,7 @@ COMMENT ON FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, te
 	'Records an approved operation with its exact request. The same key and request return the existing effect; the same key with another request is refused. Returns the effect id.';
 
 CREATE FUNCTION @extschema@.resolve_effect(effect_id bigint, outcome text, note text) RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	e webhook_inbox.effects;
 BEGIN
@@ -242,7 +242,7 @@ COMMENT ON FUNCTION @extschema@.resolve_effect(bigint, text, text) IS
 CREATE FUNCTION @extschema@.claim_effects(worker text, kinds text[], max_effects integer DEFAULT 10,
 	lease interval DEFAULT '30 seconds')
 RETURNS SETOF webhook_inbox.effects
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 BEGIN
 	IF worker IS NULL OR worker = '' OR kinds IS NULL OR cardinality(kinds) = 0 THEN
 		RAISE EXCEPTION 'worker and kinds must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -278,7 +278,7 @@ COMMENT ON FUNCTION @extschema@.claim_effects(text, text[], integer, interval) I
 CREATE FUNCTION @extschema@.complete_effect(effect_id bigint, claim_token bigint, outcome text DEFAULT 'done',
 	response text DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	n integer;
 BEGIN
@@ -350,7 +350,7 @@ CREATE FUNCTION @extschema@._effects_claim(p_worker text, p_max integer, p_lease
 	p_max_attempts integer)
 RETURNS TABLE (effect_id bigint, token bigint, action text, method text, url text, body text,
 			   content_type text, idempotency_key text, auth_name text, auth_value text)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	e record;
 	lookup text;
@@ -432,7 +432,7 @@ COMMENT ON FUNCTION @extschema@._effects_claim(text, integer, interval, integer)
 CREATE FUNCTION @extschema@._effects_store(p_id bigint, p_token bigint, p_action text, p_http_status integer,
 	p_transport text, p_response text, p_error text)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	e webhook_inbox.effects;
 	v_outcome text;

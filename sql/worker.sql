@@ -66,7 +66,7 @@ CREATE FUNCTION @extschema@._work_claim(p_token bigint,
 	OUT saved integer, OUT duplicates integer, OUT stale integer, OUT ties integer,
 	OUT backward integer, OUT occurrences integer, OUT ignored integer, OUT quarantined integer,
 	OUT unorderable integer, OUT fenced boolean, OUT need_fetch boolean)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 	s webhook_inbox.sources;
@@ -182,7 +182,7 @@ COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
 CREATE FUNCTION @extschema@._save_present(p_token bigint, p_object jsonb, p_deleted boolean,
 	p_status_path jsonpath, p_version_path jsonpath, p_cause text)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 	s webhook_inbox.sources;
@@ -235,9 +235,10 @@ COMMENT ON FUNCTION @extschema@._save_present(bigint, jsonb, boolean, jsonpath, 
 	'Saves the provider''s present state of the claim''s object (or its tombstone) under the claim token; a tie at equal version is resolved in favour of the present. Returns applied, duplicate, stale, tombstone or fenced.';
 
 CREATE FUNCTION @extschema@._save_fetched(p_token bigint, p_http integer, p_body text,
-	p_unwrap_path jsonpath, p_status_path jsonpath, p_version_path jsonpath)
+	p_unwrap_path jsonpath, p_status_path jsonpath, p_version_path jsonpath,
+	p_sent_at timestamptz DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	doc jsonb;
 	obj jsonb;
@@ -262,17 +263,32 @@ BEGIN
 		res := webhook_inbox._save_present(p_token, obj, false, p_status_path, p_version_path, 'fetch');
 	END IF;
 	IF res <> 'fenced' THEN
+		/*
+		 * Events of the object that arrived while the claim was being
+		 * fetched, but before the request left, are covered by the answer:
+		 * the provider's present includes what they announced.  The lease
+		 * still holds the object, so no one else has them.
+		 */
+		IF p_sent_at IS NOT NULL THEN
+			UPDATE webhook_inbox.inbox i
+			   SET status = 'done', reason = 'covered by a fetch', processed_at = now(), updated_at = now(),
+				   decided_route = i.route_id, decided_route_version = i.route_version
+			  FROM webhook_inbox.object_leases l
+			 WHERE l.token = p_token AND i.source_id = l.source_id AND i.object_type = l.object_type
+			   AND i.object_id = l.object_id AND i.status IN ('pending', 'retry') AND i.strategy = 'fetch'
+			   AND i.received_at < p_sent_at;
+		END IF;
 		PERFORM webhook_inbox.complete(p_token, NULL, 'done', 'fetched: ' || res);
 	END IF;
 	RETURN res;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath) IS
-	'Saves one fetched object (200) or its tombstone (404/410) under the claim token and completes every event of the claim: one fetch covers them all.';
+COMMENT ON FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath, timestamptz) IS
+	'Saves one fetched object (200) or its tombstone (404/410) under the claim token and completes every event of the claim, and the object''s fetch events received before the request left: one fetch covers them all.';
 
 CREATE FUNCTION @extschema@._defer(p_token bigint, p_until timestamptz, p_reason text)
 RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	n integer;
 BEGIN
@@ -292,7 +308,7 @@ COMMENT ON FUNCTION @extschema@._defer(bigint, timestamptz, text) IS
 
 CREATE FUNCTION @extschema@._auth_refused(p_token bigint, p_http integer)
 RETURNS integer
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	l webhook_inbox.object_leases;
 BEGIN
@@ -314,7 +330,7 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
 	OUT types text, OUT repo text)
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE AS $$
 	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'), s.api_token,
 		   s.settings ->> 'fetch_url', s.settings ->> 'list_url', s.settings ->> 'auth_header',
 		   s.settings ->> 'auth_format', s.settings ->> 'unwrap_path', s.settings ->> 'items_path',
@@ -333,7 +349,7 @@ COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
 
 CREATE FUNCTION @extschema@._sweep_targets(p_interval interval)
 RETURNS TABLE (source_id integer, object_type text)
-LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql STABLE AS $$
 	/* every (enabled source with a read API, routed object type) whose last run is older than the interval */
 	SELECT DISTINCT s.id, r.object_type
 	  FROM webhook_inbox.sources s
@@ -355,7 +371,7 @@ COMMENT ON FUNCTION @extschema@._sweep_targets(interval) IS
 
 CREATE FUNCTION @extschema@._sweep_begin(p_source_id integer, p_object_type text, p_trigger text,
 	p_overlap interval, OUT run_id bigint, OUT since_epoch bigint)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	cp timestamptz;
 BEGIN
@@ -373,7 +389,7 @@ COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval) IS
 CREATE FUNCTION @extschema@._sweep_page(p_run_id bigint, p_body text, p_items_path jsonpath,
 	p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
 RETURNS TABLE (object_id text, item jsonb, deleted boolean, has_more boolean, last_id text)
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 	doc jsonb;
@@ -432,7 +448,7 @@ COMMENT ON FUNCTION @extschema@._sweep_page(bigint, text, jsonpath, jsonpath, js
 CREATE FUNCTION @extschema@._sweep_lease(p_source_id integer, p_object_type text, p_object_id text,
 	p_holder text, p_lease interval)
 RETURNS bigint
-LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql AS $$
 	/* the same lease claim() takes: a live claim wins, the sweep skips the object */
 	INSERT INTO webhook_inbox.object_leases AS l (source_id, object_type, object_id, token, holder, expires_at)
 	VALUES (p_source_id, p_object_type, p_object_id, nextval('webhook_inbox.claim_token_seq'), p_holder,
@@ -448,7 +464,7 @@ COMMENT ON FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval
 CREATE FUNCTION @extschema@._sweep_repair(p_run_id bigint, p_token bigint, p_object_id text, p_object jsonb,
 	p_deleted boolean, p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 	s webhook_inbox.sources;
@@ -499,7 +515,7 @@ COMMENT ON FUNCTION @extschema@._sweep_repair(bigint, bigint, text, jsonb, boole
 CREATE FUNCTION @extschema@._sweep_count(p_run_id bigint, p_token bigint, p_skipped integer,
 	p_errors integer)
 RETURNS void
-LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE sql AS $$
 	DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
 	UPDATE webhook_inbox.sweep_runs x
 	   SET skipped = x.skipped + p_skipped, errors = x.errors + p_errors,
@@ -511,7 +527,7 @@ COMMENT ON FUNCTION @extschema@._sweep_count(bigint, bigint, integer, integer) I
 
 CREATE FUNCTION @extschema@._sweep_finish(p_run_id bigint, p_error text)
 RETURNS text
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 BEGIN
@@ -544,7 +560,7 @@ COMMENT ON FUNCTION @extschema@._sweep_now(text, text) IS
 
 CREATE FUNCTION @extschema@.sweep_now(source text, object_type text)
 RETURNS SETOF @extschema@.sweep_runs
-LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
 	run bigint;
 BEGIN
