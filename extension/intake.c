@@ -275,6 +275,25 @@ read_body(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalu
 	Datum		args[4];
 	int			rc;
 
+	/*
+	 * Ids that travel in headers are known whatever the body is, so even an
+	 * unreadable body is deduplicated by the provider's own id.
+	 */
+	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && ex->event_id == NULL; i++)
+		ex->event_id = header_get(hnames, hvalues, nheaders, layout->id_headers[i]);
+	if (layout->type_header)
+		ex->event_type = header_get(hnames, hvalues, nheaders, layout->type_header);
+	if (strcmp(layout->kind, "hmac") == 0)
+	{
+		char	   *h = settings_text(src->settings, "event_id_header");
+
+		if (h)
+			ex->event_id = header_get(hnames, hvalues, nheaders, h);
+		h = settings_text(src->settings, "event_type_header");
+		if (h)
+			ex->event_type = header_get(hnames, hvalues, nheaders, h);
+	}
+
 	if (memchr(data, '\0', len) != NULL)
 	{
 		ex->reason = pstrdup("invalid_json: body contains a NUL byte");
@@ -290,34 +309,18 @@ read_body(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalu
 		text = pnstrdup(data, len);
 	ex->payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
 
-	/* the stable event id */
-	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && ex->event_id == NULL; i++)
-		ex->event_id = header_get(hnames, hvalues, nheaders, layout->id_headers[i]);
+	/* the stable event id and the type, where the body holds them */
 	if (ex->event_id == NULL && layout->id_path[0] != NULL)
 		ex->event_id = jsonb_path_text(ex->payload, layout->id_path);
-	if (strcmp(layout->kind, "hmac") == 0)
-	{
-		char	   *h = settings_text(src->settings, "event_id_header");
-		char	   *p = settings_text(src->settings, "event_id_path");
-
-		if (h)
-			ex->event_id = header_get(hnames, hvalues, nheaders, h);
-		if (ex->event_id == NULL && p && split_key_path(p, id_path))
-			ex->event_id = jsonb_path_text(ex->payload, id_path);
-	}
-
-	/* the event type */
-	if (layout->type_header)
-		ex->event_type = header_get(hnames, hvalues, nheaders, layout->type_header);
 	for (int i = 0; i < 2 && ex->event_type == NULL && layout->type_paths[i][0] != NULL; i++)
 		ex->event_type = jsonb_path_text(ex->payload, layout->type_paths[i]);
 	if (strcmp(layout->kind, "hmac") == 0)
 	{
-		char	   *h = settings_text(src->settings, "event_type_header");
-		char	   *p = settings_text(src->settings, "event_type_path");
+		char	   *p = settings_text(src->settings, "event_id_path");
 
-		if (h)
-			ex->event_type = header_get(hnames, hvalues, nheaders, h);
+		if (ex->event_id == NULL && p && split_key_path(p, id_path))
+			ex->event_id = jsonb_path_text(ex->payload, id_path);
+		p = settings_text(src->settings, "event_type_path");
 		if (ex->event_type == NULL && p && split_key_path(p, type_path))
 			ex->event_type = jsonb_path_text(ex->payload, type_path);
 	}
@@ -573,6 +576,10 @@ wi_intake(PG_FUNCTION_ARGS)
 
 	memset(&ex, 0, sizeof(ex));
 	read_body_guarded(&src, layout, hnames, hvalues, nheaders, body, &ex);
+	if (ex.event_id != NULL && ex.event_id[0] == '\0')
+		ex.event_id = NULL;
+	if (ex.event_type != NULL && ex.event_type[0] == '\0')
+		ex.event_type = NULL;
 
 	if (ex.reason != NULL)
 		status = "quarantined";

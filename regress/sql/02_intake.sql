@@ -90,3 +90,10 @@ SELECT previous_status, previous_reason, note FROM webhook_inbox.requeues;
 SELECT webhook_inbox.reclassify((SELECT array_agg(id) FROM webhook_inbox.inbox WHERE event_id = 'evt_6'));
 SELECT webhook_inbox.reclassify(NULL);
 DELETE FROM webhook_inbox.requeues;
+
+-- ids that travel in headers dedupe even an unreadable body
+SELECT webhook_inbox.intake('gh1', ARRAY['x-github-delivery', 'd-bad', 'x-github-event', 'issues'], '\xff00'::bytea);
+SELECT webhook_inbox.intake('gh1', ARRAY['x-github-delivery', 'd-bad', 'x-github-event', 'issues'], '\xff00'::bytea);
+SELECT webhook_inbox.intake('gh1', ARRAY['x-github-delivery', '', 'x-github-event', 'issues'], wi_body('not json'));
+SELECT event_id, event_type, status, reason, raw_body FROM webhook_inbox.inbox
+ WHERE source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'gh1') AND status = 'quarantined' ORDER BY id;
