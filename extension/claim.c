@@ -8,6 +8,10 @@
  * drawn from a sequence, so a worker whose lease expired and was taken over
  * can be recognised (and refused) when it finally tries to save.
  *
+ * Fetch-strategy events wait fetch_delay (webhook_inbox.fetch_delay) after
+ * arrival before their object is claimed: notifications come in bursts, and
+ * the one fetch made after the burst covers them all.
+ *
  * Concurrency: candidate events are read with FOR UPDATE SKIP LOCKED, so
  * concurrent claimers spread over different events without waiting.  Two
  * claimers may still reach the same object through different events; a
@@ -52,7 +56,7 @@ prepare_claim_plans(void)
 	if (candidates_plan != NULL)
 		return;
 	{
-		Oid			t[2] = {INT4OID, INT8OID};
+		Oid			t[3] = {INT4OID, INT8OID, INTERVALOID};
 
 		/*
 		 * Due events of objects that have no live claim, oldest first, read
@@ -65,10 +69,11 @@ prepare_claim_plans(void)
 			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id "
 			"WHERE i.status IN ('pending', 'retry', 'processing') "
 			"AND (i.status = 'processing' OR i.next_attempt_at <= now()) "
+			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - $3) "
 			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l "
 			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type "
 			"  AND l.object_id = i.object_id AND l.expires_at > now()) "
-			"AND i.id > $2 ORDER BY i.id LIMIT $1", 2, t);
+			"AND i.id > $2 ORDER BY i.id LIMIT $1", 3, t);
 	}
 	{
 		Oid			t[3] = {INT4OID, TEXTOID, TEXTOID};
@@ -145,6 +150,7 @@ wi_claim(PG_FUNCTION_ARGS)
 	char	   *worker;
 	int32		max_objects;
 	Interval   *lease;
+	Interval   *fetch_delay;
 	Candidate  *cands;
 	int			ncands = 0;
 	int			claimed = 0;
@@ -157,6 +163,18 @@ wi_claim(PG_FUNCTION_ARGS)
 	worker = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	max_objects = PG_GETARG_INT32(1);
 	lease = PG_GETARG_INTERVAL_P(2);
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+		fetch_delay = PG_GETARG_INTERVAL_P(3);
+	else
+	{
+		fetch_delay = palloc0(sizeof(Interval));
+		fetch_delay->time = (int64) wi_fetch_delay_ms * 1000;
+	}
+	if (fetch_delay->month != 0 || fetch_delay->day != 0 || fetch_delay->time < 0 ||
+		fetch_delay->time > (int64) 600 * USECS_PER_SEC)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("fetch_delay must be between 0 and 10 minutes")));
 	if (worker[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -195,7 +213,7 @@ wi_claim(PG_FUNCTION_ARGS)
 		cands = palloc(sizeof(Candidate) * (want + 1));
 		while (ncands < want && scanned < page * cap)
 		{
-			Datum		a[2] = {Int32GetDatum(page), Int64GetDatum(after)};
+			Datum		a[3] = {Int32GetDatum(page), Int64GetDatum(after), IntervalPGetDatum(fetch_delay)};
 			uint64		got;
 
 			rc = SPI_execute_plan(candidates_plan, a, NULL, true, 0);

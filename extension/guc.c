@@ -22,6 +22,7 @@ int			wi_max_attempts = 8;
 int			wi_sweep_interval_s = 300;
 int			wi_sweep_overlap_s = 60;
 int			wi_naptime_ms = 1000;
+int			wi_fetch_delay_ms = 1000;
 char	   *wi_effects_fault = NULL;
 
 /*
@@ -73,6 +74,11 @@ wi_guc_init(bool preloading)
 							"Fallback wait of the worker when nothing wakes it.",
 							NULL, &wi_naptime_ms, 1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.fetch_delay",
+							"How long a fetch-strategy event waits before its object is claimed.",
+							"A burst of notifications for one object within this window costs one fetch. 0 claims at once.",
+							&wi_fetch_delay_ms, 1000, 0, 600 * 1000,
+							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomStringVariable("webhook_inbox.effects_fault",
 							   "Fault injection for testing crash boundaries of effects: after_claim or after_send.",
 							   "Ends the session at that point, as a crash would. Leave empty in production.",

@@ -32,6 +32,7 @@ extern int	wi_max_attempts;
 extern int	wi_sweep_interval_s;
 extern int	wi_sweep_overlap_s;
 extern int	wi_naptime_ms;
+extern int	wi_fetch_delay_ms;
 extern char *wi_effects_fault;
 
 extern void wi_guc_init(bool preloading);

@@ -536,13 +536,13 @@ COMMENT ON FUNCTION @extschema@.intake(text, text[], bytea) IS
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@.claim(worker text, max_objects integer DEFAULT 10,
-	lease interval DEFAULT '30 seconds')
+	lease interval DEFAULT '30 seconds', fetch_delay interval DEFAULT NULL)
 RETURNS TABLE (claim_token bigint, source text, source_id integer, object_type text, object_id text,
 			   event_ids bigint[], strategy text, expires_at timestamptz)
 AS 'MODULE_PATHNAME', 'wi_claim'
 LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION @extschema@.claim(text, integer, interval) IS
-	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token.';
+COMMENT ON FUNCTION @extschema@.claim(text, integer, interval, interval) IS
+	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token. Fetch-strategy events wait fetch_delay (default webhook_inbox.fetch_delay) so a burst costs one fetch.';
 
 CREATE FUNCTION @extschema@._lease_for(p_token bigint) RETURNS webhook_inbox.object_leases
 LANGUAGE plpgsql AS $$

@@ -85,3 +85,13 @@ SELECT webhook_inbox.upsert_object('stripe1', 'subscription', 'sub_exp', NULL, '
 SELECT webhook_inbox.complete((SELECT claim_token FROM new_claim));
 SELECT status FROM webhook_inbox.objects WHERE object_id = 'sub_exp';
 SELECT webhook_inbox.upsert_object('stripe1', 'subscription', 'sub_exp', NULL, 'canceled', '{}', (SELECT claim_token FROM old_claim));
+
+-- a fresh fetch-strategy event waits out fetch_delay, so a burst costs one fetch; other strategies do not wait
+UPDATE webhook_inbox.inbox SET status = 'done' WHERE status IN ('pending', 'retry');
+SELECT wi_sub_event('evt_fresh', 'sub_fresh');
+SELECT webhook_inbox.intake('shop1', ARRAY['x-shopify-webhook-id', 'wh-fresh', 'x-shopify-topic', 'orders/updated'],
+	convert_to('{"id":77,"updated_at":"2026-01-01T10:00:05Z","financial_status":"paid"}', 'UTF8'));
+SELECT object_id, strategy FROM webhook_inbox.claim('w5', 10, '1 minute', fetch_delay => '5 minutes');
+SELECT object_id, strategy FROM webhook_inbox.claim('w5', 10, '1 minute', fetch_delay => '0 seconds');
+SELECT * FROM webhook_inbox.claim('w5', 10, '1 minute', fetch_delay => '-1 second');
+SELECT * FROM webhook_inbox.claim('w5', 10, '1 minute', fetch_delay => '1 day');

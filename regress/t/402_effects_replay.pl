@@ -4,7 +4,8 @@
 # produces real transitions; the same stream is then replayed shuffled,
 # doubled and holed (then swept) into the same database, and a late event
 # for a canceled subscription arrives.  Each applied active -> past_due
-# transition has exactly one email effect, before and after all of it.
+# transition has exactly one email effect, before and after all of it.  The
+# worker fetches at once (fetch_delay 0) so that it sees intermediate states.
 use strict;
 use warnings;
 
@@ -13,7 +14,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use WorkerTest;
 
-my $node = worker_node('effreplay', "webhook_inbox.fetch_concurrency = 8\n");
+my $node = worker_node('effreplay', "webhook_inbox.fetch_concurrency = 8\nwebhook_inbox.fetch_delay = 0\n");
 my $rec = PostgreSQL::Test::Utils::tempdir . '/stream.jsonl';
 my $rcv = start_receiver($node);
 
