@@ -74,6 +74,7 @@ typedef struct Claim
 	WiHttpRequest req;
 	bool		handled;		/* its fetch was answered or given back */
 	uint64		counts[10];		/* outcomes of its local work, counted once committed */
+	char	   *save_result;	/* outcome of saving its fetched answer */
 } Claim;
 
 /*
@@ -502,6 +503,67 @@ save_xact(void *arg)
 }
 
 /*
+ * Fetched answers are saved in batches: one transaction (one commit) for up
+ * to SAVE_BATCH answers instead of one per object.  If the batch fails, each
+ * answer is saved again in a transaction of its own, so one bad answer
+ * cannot take the others down.
+ */
+#define SAVE_BATCH 32
+
+static Claim **pending_saves = NULL;
+static int	npending_saves = 0;
+
+static void
+save_batch_xact(void *arg)
+{
+	for (int i = 0; i < npending_saves; i++)
+	{
+		SaveStep	ss = {pending_saves[i], NULL};
+
+		CHECK_FOR_INTERRUPTS();
+		save_xact(&ss);
+		pending_saves[i]->save_result = ss.result;
+	}
+}
+
+static void
+flush_saves(void)
+{
+	if (npending_saves == 0)
+		return;
+	pgstat_report_activity(STATE_RUNNING, "saving fetched objects");
+	if (wi_run_xact(save_batch_xact, NULL) != NULL)
+	{
+		for (int i = 0; i < npending_saves; i++)
+		{
+			Claim	   *c = pending_saves[i];
+			SaveStep	ss = {c, NULL};
+			char	   *err = wi_run_xact(save_xact, &ss);
+
+			c->save_result = ss.result;
+			if (err)
+			{
+				c->save_result = NULL;
+				give_back(c->token, "retry", psprintf("save failed: %s", err), -1, 0);
+			}
+		}
+	}
+	for (int i = 0; i < npending_saves; i++)
+	{
+		Claim	   *c = pending_saves[i];
+
+		count_outcome(c->save_result);
+		/* free the body now: a round may hold many */
+		if (c->req.body.data)
+		{
+			pfree(c->req.body.data);
+			c->req.body.data = NULL;
+		}
+	}
+	npending_saves = 0;
+}
+
+/*
  * Gate of a claim's request: not inside its source's Retry-After window
  * (the claim is deferred to the window's end), not over the source's cap,
  * and not after its lease ran out (another worker may own it by now).
@@ -552,16 +614,13 @@ fetch_done(WiHttpRequest *req, void *arg)
 
 	if ((status >= 200 && status < 300) || status == 404 || status == 410)
 	{
-		SaveStep	ss = {c, NULL};
-		char	   *err;
-
 		wi_stat_add(WI_STAT_FETCHED, 1);
 		r->cap = Min(r->cap + 1, wi_fetch_concurrency);
-		err = wi_run_xact(save_xact, &ss);
-		if (err)
-			give_back(c->token, "retry", psprintf("save failed: %s", err), -1, 0);
-		else
-			count_outcome(ss.result);
+		/* saved with others in one transaction; the body is kept until then */
+		pending_saves[npending_saves++] = c;
+		if (npending_saves >= SAVE_BATCH)
+			flush_saves();
+		return;
 	}
 	else if (status == 429 || status == 503)
 	{
@@ -638,7 +697,10 @@ fetch_claims(Claim *claims, int nclaims)
 	}
 	if (n == 0)
 		return;
+	pending_saves = palloc(sizeof(Claim *) * SAVE_BATCH);
+	npending_saves = 0;
 	wi_http_run(reqs, n, wi_fetch_concurrency, fetch_gate, fetch_done, NULL);
+	flush_saves();
 	for (int i = 0; i < n; i++)
 	{
 		Claim	   *c = (Claim *) reqs[i]->arg;
