@@ -8,9 +8,10 @@
  * drawn from a sequence, so a worker whose lease expired and was taken over
  * can be recognised (and refused) when it finally tries to save.
  *
- * Fetch-strategy events wait fetch_delay (webhook_inbox.fetch_delay) after
- * arrival before their object is claimed: notifications come in bursts, and
- * the one fetch made after the burst covers them all.
+ * A fetch-strategy object is claimed once its notifications have been quiet
+ * for fetch_delay (webhook_inbox.fetch_delay): they come in bursts, and the
+ * one fetch made after the burst covers them all.  Under a stream that never
+ * goes quiet, an event waits at most ten times fetch_delay.
  *
  * Concurrency: candidate events are read with FOR UPDATE SKIP LOCKED, so
  * concurrent claimers spread over different events without waiting.  Two
@@ -69,7 +70,10 @@ prepare_claim_plans(void)
 			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id "
 			"WHERE i.status IN ('pending', 'retry', 'processing') "
 			"AND (i.status = 'processing' OR i.next_attempt_at <= now()) "
-			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - $3) "
+			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - 10 * $3 "
+			"  OR NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox j "
+			"    WHERE j.source_id = i.source_id AND j.object_type = i.object_type "
+			"    AND j.object_id = i.object_id AND j.status = 'pending' AND j.received_at > now() - $3)) "
 			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l "
 			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type "
 			"  AND l.object_id = i.object_id AND l.expires_at > now()) "

@@ -75,8 +75,8 @@ wi_guc_init(bool preloading)
 							NULL, &wi_naptime_ms, 1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.fetch_delay",
-							"How long a fetch-strategy event waits before its object is claimed.",
-							"A burst of notifications for one object within this window costs one fetch. 0 claims at once.",
+							"How long the notifications of a fetch-strategy object must be quiet before it is claimed.",
+							"A burst of notifications for one object costs one fetch; under a stream that never goes quiet an event waits at most ten times this. 0 claims at once.",
 							&wi_fetch_delay_ms, 1000, 0, 600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomStringVariable("webhook_inbox.effects_fault",
