@@ -37,6 +37,22 @@ PG_FUNCTION_INFO_V1(wi_claim);
 
 #define CLAIM_COLUMNS 8
 
+/*
+ * Where this backend's candidate scan starts.  Rows that left the claimable
+ * states leave dead entries at the low end of the claim index, and while a
+ * long transaction holds the xmin back they cannot be cleaned: a scan from
+ * the start would walk all of them on every claim.  So within a second of a
+ * full scan, scans start at the first claimable id that scan found.  Rows
+ * below it that become claimable later (a slow intake committing, a retry
+ * coming due, an expired claim) are found by the next full scan, at most a
+ * second later.  Only the background worker uses this; a claim() from SQL
+ * always scans in full, so its callers see every claimable row at once.
+ */
+#define SCAN_FLOOR_TTL_MS	1000
+bool		wi_claim_scan_floor = false;	/* only the background worker sets it */
+static int64 scan_floor = 0;
+static TimestampTz scan_floor_at = 0;
+
 static SPIPlanPtr candidates_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lease_plan = NULL;
@@ -211,7 +227,11 @@ wi_claim(PG_FUNCTION_ARGS)
 		int			page = Max(max_objects * 4, 100);
 		int			want = max_objects * 2;
 		int			cap = 8;
-		int64		after = 0;
+		TimestampTz now = GetCurrentTimestamp();
+		bool		full = !wi_claim_scan_floor ||
+			TimestampDifferenceExceeds(scan_floor_at, now, SCAN_FLOOR_TTL_MS);
+		int64		after = full ? 0 : scan_floor;
+		int64		first_id = 0;
 		int			scanned = 0;
 
 		cands = palloc(sizeof(Candidate) * (want + 1));
@@ -238,6 +258,8 @@ wi_claim(PG_FUNCTION_ARGS)
 				c.object_type = SPI_getvalue(tup, desc, 3);
 				c.object_id = SPI_getvalue(tup, desc, 4);
 				after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+				if (first_id == 0)
+					first_id = after;
 				for (int k = 0; k < ncands && !seen; k++)
 					seen = cands[k].source_id == c.source_id &&
 						strcmp(cands[k].object_type, c.object_type) == 0 &&
@@ -252,6 +274,13 @@ wi_claim(PG_FUNCTION_ARGS)
 			if (got < (uint64) page)
 				break;
 		}
+		if (full)
+		{
+			scan_floor = first_id > 0 ? first_id - 1 : 0;
+			scan_floor_at = now;
+		}
+		else if (first_id > 0)
+			scan_floor = Max(scan_floor, first_id - 1);
 	}
 
 	for (int k = 0; k < ncands && claimed < max_objects; k++)

@@ -21,6 +21,9 @@
  */
 extern SPIPlanPtr wi_keep_plan(const char *sql, int nargs, Oid *types);
 
+/* claim.c: the background worker starts candidate scans at a floor */
+extern bool wi_claim_scan_floor;
+
 /* GUCs (guc.c) */
 extern char *wi_database;
 extern bool wi_enabled;

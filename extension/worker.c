@@ -851,6 +851,7 @@ wi_worker_main(Datum main_arg)
 	BackgroundWorkerInitializeConnection(wi_database, NULL, 0);
 
 	wi_in_worker = true;
+	wi_claim_scan_floor = true;
 	wi_worker_name = MemoryContextStrdup(TopMemoryContext, psprintf("bgworker:%d", MyProcPid));
 	before_shmem_exit(worker_exit, (Datum) 0);
 	wi_set_worker_latch(MyLatch);
