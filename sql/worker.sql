@@ -74,6 +74,11 @@ DECLARE
 	res text;
 	amt bigint;
 	cur text;
+	n integer;
+	/* outcomes, written in one statement at the end */
+	fin_ids bigint[] := '{}';
+	fin_status text[] := '{}';
+	fin_reason text[] := '{}';
 BEGIN
 	saved := 0; duplicates := 0; stale := 0; ties := 0; backward := 0; occurrences := 0;
 	ignored := 0; quarantined := 0; unorderable := 0; fenced := false; need_fetch := false;
@@ -99,11 +104,12 @@ BEGIN
 		IF e.strategy = 'fetch' THEN
 			need_fetch := true;
 		ELSIF e.strategy = 'ignore' THEN
-			PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'ignored', 'route: ignore');
+			fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
+			fin_reason := fin_reason || 'route: ignore'::text;
 			ignored := ignored + 1;
 		ELSIF e.strategy = 'unordered' THEN
-			PERFORM webhook_inbox.quarantine(p_token,
-				'unorderable: the route has no version, no read API and no state machine', ARRAY[e.id]);
+			fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
+			fin_reason := fin_reason || 'unorderable: the route has no version, no read API and no state machine'::text;
 			quarantined := quarantined + 1;
 			unorderable := unorderable + 1;
 		ELSIF e.strategy = 'occurrence' THEN
@@ -115,18 +121,28 @@ BEGIN
 			IF e.currency_path IS NOT NULL THEN
 				cur := webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, e.currency_path));
 			END IF;
-			IF webhook_inbox.record_occurrence(s.name, e.object_type, e.object_id,
-					coalesce(e.payload #> '{data,object}', e.payload), e.id, amt, cur) THEN
+			/* record_occurrence(), with the source already known */
+			INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
+												   first_event_id)
+			VALUES (l.source_id, e.object_type, e.object_id,
+					coalesce(amt, CASE WHEN jsonb_typeof(coalesce(e.payload #> '{data,object}', e.payload) -> 'amount') = 'number'
+									   THEN (coalesce(e.payload #> '{data,object}', e.payload) ->> 'amount')::numeric::bigint END),
+					coalesce(cur, coalesce(e.payload #> '{data,object}', e.payload) ->> 'currency'),
+					coalesce(e.payload #> '{data,object}', e.payload), e.id)
+			ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING;
+			GET DIAGNOSTICS n = ROW_COUNT;
+			fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
+			IF n = 1 THEN
 				occurrences := occurrences + 1;
-				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', NULL);
+				fin_reason := fin_reason || NULL::text;
 			ELSE
 				duplicates := duplicates + 1;
-				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', 'duplicate: occurrence already recorded');
+				fin_reason := fin_reason || 'duplicate: occurrence already recorded'::text;
 			END IF;
 		ELSIF e.strategy = 'machine' THEN
 			IF e.machine IS NULL OR e.status_value IS NULL THEN
-				PERFORM webhook_inbox.quarantine(p_token, 'missing_status: the event carries no status for its machine',
-					ARRAY[e.id]);
+				fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
+				fin_reason := fin_reason || 'missing_status: the event carries no status for its machine'::text;
 				quarantined := quarantined + 1;
 				CONTINUE;
 			END IF;
@@ -137,11 +153,12 @@ BEGIN
 				RETURN;
 			ELSIF res = 'backward' THEN
 				backward := backward + 1;
-				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'ignored',
-					format('backward: %s is not reachable from the current status', e.status_value));
+				fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
+				fin_reason := fin_reason || format('backward: %s is not reachable from the current status', e.status_value);
 			ELSE
 				IF res = 'applied' THEN saved := saved + 1; ELSE duplicates := duplicates + 1; END IF;
-				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', NULL);
+				fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
+				fin_reason := fin_reason || NULL::text;
 			END IF;
 		ELSIF e.strategy = 'version' THEN
 			res := webhook_inbox.upsert_object(s.name, e.object_type, e.object_id, e.provider_version,
@@ -157,23 +174,39 @@ BEGIN
 					/* equal version, different content: only the present can tell */
 					need_fetch := true;
 				ELSE
-					PERFORM webhook_inbox.quarantine(p_token,
-						'ambiguous_tie: equal version with different content and no read API', ARRAY[e.id]);
+					fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
+					fin_reason := fin_reason || 'ambiguous_tie: equal version with different content and no read API'::text;
 					quarantined := quarantined + 1;
 				END IF;
 			ELSIF res = 'stale' THEN
 				stale := stale + 1;
-				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'ignored', 'stale: a newer version is stored');
+				fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
+				fin_reason := fin_reason || 'stale: a newer version is stored'::text;
 			ELSE
 				IF res = 'applied' THEN saved := saved + 1; ELSE duplicates := duplicates + 1; END IF;
-				PERFORM webhook_inbox.complete(p_token, ARRAY[e.id], 'done', NULL);
+				fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
+				fin_reason := fin_reason || NULL::text;
 			END IF;
 		ELSE
-			PERFORM webhook_inbox.quarantine(p_token, format('no_strategy: unknown strategy %s', e.strategy),
-				ARRAY[e.id]);
+			fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
+			fin_reason := fin_reason || format('no_strategy: unknown strategy %s', e.strategy);
 			quarantined := quarantined + 1;
 		END IF;
 	END LOOP;
+
+	/*
+	 * What complete() and quarantine() do, for all the claim's decided
+	 * events in one statement: the lease is ours (locked above).
+	 */
+	IF cardinality(fin_ids) > 0 THEN
+		UPDATE webhook_inbox.inbox i
+		   SET status = d.st, reason = d.re, updated_at = now(),
+			   processed_at = CASE WHEN d.st = 'quarantined' THEN i.processed_at ELSE now() END,
+			   decided_route = i.route_id, decided_route_version = i.route_version
+		  FROM unnest(fin_ids, fin_status, fin_reason) AS d(id, st, re)
+		 WHERE i.id = d.id AND i.claim_token = p_token AND i.status = 'processing';
+		PERFORM webhook_inbox._release(l);
+	END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
