@@ -54,7 +54,6 @@ static int64 scan_floor = 0;
 static TimestampTz scan_floor_at = 0;
 
 static SPIPlanPtr candidates_plan = NULL;
-static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr lease_plan = NULL;
 static SPIPlanPtr mark_plan = NULL;
 static SPIPlanPtr unlease_plan = NULL;
@@ -96,46 +95,62 @@ prepare_claim_plans(void)
 			"AND i.id > $2 ORDER BY i.id LIMIT $1", 3, t);
 	}
 	{
-		Oid			t[3] = {INT4OID, TEXTOID, TEXTOID};
-
-		lock_plan = wi_keep_plan(
-			"SELECT pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended("
-			"'webhook_inbox/' || $1 || '/' || $2 || '/' || $3, 0))", 3, t);
-	}
-	{
-		Oid			t[5] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, INTERVALOID};
-
-		/* a new token, unless someone else's claim is still live */
-		lease_plan = wi_keep_plan(
-			"INSERT INTO webhook_inbox.object_leases AS l "
-			"(source_id, object_type, object_id, token, holder, expires_at) "
-			"VALUES ($1, $2, $3, nextval('webhook_inbox.claim_token_seq'), $4, now() + $5) "
-			"ON CONFLICT (source_id, object_type, object_id) DO UPDATE "
-			"SET token = EXCLUDED.token, holder = EXCLUDED.holder, claimed_at = now(), "
-			"expires_at = EXCLUDED.expires_at WHERE l.expires_at <= now() "
-			"RETURNING l.token, l.expires_at", 5, t);
-	}
-	{
-		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, INT8OID};
+		Oid			t[6] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, TEXTOID, INTERVALOID};
 
 		/*
-		 * Every due event of the object joins the claim, including those of an
-		 * expired claim (status processing under an older token).
+		 * Leases for the candidates, in one statement: an object is taken if
+		 * no live claim holds it and this transaction gets its advisory lock
+		 * (another claimer on it right now makes us skip it, never wait).
+		 * The lease lookup is a correlated subquery so that it is an index
+		 * probe per candidate, never a scan of a table full of dead leases.
 		 */
-		mark_plan = wi_keep_plan(
-			"WITH e AS (SELECT id FROM webhook_inbox.inbox "
-			"  WHERE source_id = $1 AND object_type = $2 AND object_id = $3 "
-			"  AND status IN ('pending', 'retry', 'processing') "
-			"  AND (status = 'processing' OR next_attempt_at <= now()) "
-			"  FOR UPDATE SKIP LOCKED) "
-			"UPDATE webhook_inbox.inbox i SET status = 'processing', claim_token = $4, "
-			"updated_at = now() FROM e WHERE i.id = e.id "
-			"RETURNING i.id, i.strategy", 4, t);
+		lease_plan = wi_keep_plan(
+			"WITH c AS (SELECT * FROM unnest($1, $2, $3) WITH ORDINALITY "
+			"    AS c(source_id, object_type, object_id, ord)), "
+			"free AS (SELECT c.* FROM c "
+			"  WHERE coalesce((SELECT l.expires_at > now() FROM webhook_inbox.object_leases l "
+			"    WHERE l.source_id = c.source_id AND l.object_type = c.object_type "
+			"    AND l.object_id = c.object_id), false) = false "
+			"  AND pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended("
+			"    'webhook_inbox/' || c.source_id || '/' || c.object_type || '/' || c.object_id, 0)) "
+			"  LIMIT $4), "
+			"ins AS (INSERT INTO webhook_inbox.object_leases AS l "
+			"  (source_id, object_type, object_id, token, holder, expires_at) "
+			"  SELECT source_id, object_type, object_id, nextval('webhook_inbox.claim_token_seq'), $5, "
+			"    now() + $6 FROM free ORDER BY ord "
+			"  ON CONFLICT (source_id, object_type, object_id) DO UPDATE "
+			"  SET token = EXCLUDED.token, holder = EXCLUDED.holder, claimed_at = now(), "
+			"  expires_at = EXCLUDED.expires_at WHERE l.expires_at <= now() "
+			"  RETURNING l.source_id, l.object_type, l.object_id, l.token, l.expires_at) "
+			"SELECT ins.token, ins.expires_at, c.ord FROM ins "
+			"  JOIN c USING (source_id, object_type, object_id) ORDER BY ins.token", 6, t);
 	}
 	{
-		Oid			t[1] = {INT8OID};
+		Oid			t[4] = {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 
-		unlease_plan = wi_keep_plan("DELETE FROM webhook_inbox.object_leases WHERE token = $1", 1, t);
+		/*
+		 * Every due event of the leased objects joins its object's claim,
+		 * including those of an expired claim (processing under an older
+		 * token).  Rows locked by another claimer are skipped, never waited
+		 * for, so claimers cannot deadlock.  LATERAL keeps it an index probe
+		 * per object.
+		 */
+		mark_plan = wi_keep_plan(
+			"WITH l AS (SELECT * FROM unnest($1, $2, $3, $4) AS l(token, source_id, object_type, object_id)), "
+			"e AS (SELECT x.id, l.token FROM l, LATERAL (SELECT i.id FROM webhook_inbox.inbox i "
+			"  WHERE i.source_id = l.source_id AND i.object_type = l.object_type AND i.object_id = l.object_id "
+			"  AND i.status IN ('pending', 'retry', 'processing') "
+			"  AND (i.status = 'processing' OR i.next_attempt_at <= now()) "
+			"  FOR UPDATE SKIP LOCKED) x), "
+			"u AS (UPDATE webhook_inbox.inbox i SET status = 'processing', claim_token = e.token, "
+			"  updated_at = now() FROM e WHERE i.id = e.id RETURNING i.claim_token, i.id, i.strategy) "
+			"SELECT claim_token, id, strategy FROM u ORDER BY claim_token, id", 4, t);
+	}
+	{
+		Oid			t[1] = {INT8ARRAYOID};
+
+		unlease_plan = wi_keep_plan(
+			"DELETE FROM webhook_inbox.object_leases WHERE token = ANY ($1)", 1, t);
 	}
 }
 
@@ -147,15 +162,6 @@ claim_strategy(char **strategies, int n)
 		if (strategies[i] && strcmp(strategies[i], "fetch") == 0)
 			return "fetch";
 	return n > 0 && strategies[n - 1] ? strategies[n - 1] : "ignore";
-}
-
-static int
-cmp_int64(const void *a, const void *b)
-{
-	int64		x = *(const int64 *) a;
-	int64		y = *(const int64 *) b;
-
-	return (x > y) - (x < y);
 }
 
 /*
@@ -283,80 +289,144 @@ wi_claim(PG_FUNCTION_ARGS)
 			scan_floor = Max(scan_floor, first_id - 1);
 	}
 
-	for (int k = 0; k < ncands && claimed < max_objects; k++)
+	if (ncands > 0)
 	{
-		Candidate  *c = &cands[k];
-		Datum		key[3] = {Int32GetDatum(c->source_id), CStringGetTextDatum(c->object_type),
-		CStringGetTextDatum(c->object_id)};
-		Datum		la[5];
+		Datum	   *sids = palloc(sizeof(Datum) * ncands);
+		Datum	   *types = palloc(sizeof(Datum) * ncands);
+		Datum	   *oids = palloc(sizeof(Datum) * ncands);
+		Datum		la[6];
+		int			nleases;
+		int64	   *ltoken;
+		Datum	   *lexpires;
+		int		   *lcand;
+		int		   *lcount;
+		int64	  **lids;
+		char	 ***lstrat;
+		int64	   *unleased;
+		int			nunleased = 0;
 		bool		isnull;
-		int64		token;
-		Datum		expires;
-		int			nevents;
-		int64	   *ids;
-		char	  **strategies;
-		Datum	   *id_datums;
-		Datum		values[CLAIM_COLUMNS];
-		bool		nulls[CLAIM_COLUMNS] = {0};
 
-		rc = SPI_execute_plan(lock_plan, key, NULL, false, 1);
-		if (rc != SPI_OK_SELECT ||
-			!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-			continue;			/* another claimer is on this object right now */
-
-		la[0] = key[0];
-		la[1] = key[1];
-		la[2] = key[2];
-		la[3] = CStringGetTextDatum(worker);
-		la[4] = IntervalPGetDatum(lease);
-		rc = SPI_execute_plan(lease_plan, la, NULL, false, 1);
-		if (rc != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "webhook_inbox: taking a lease failed: %s", SPI_result_code_string(rc));
-		if (SPI_processed == 0)
-			continue;			/* a live claim exists */
-		token = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		expires = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-
+		for (int k = 0; k < ncands; k++)
 		{
-			Datum		ma[4] = {key[0], key[1], key[2], Int64GetDatum(token)};
+			sids[k] = Int32GetDatum(cands[k].source_id);
+			types[k] = CStringGetTextDatum(cands[k].object_type);
+			oids[k] = CStringGetTextDatum(cands[k].object_id);
+		}
+		la[0] = PointerGetDatum(construct_array(sids, ncands, INT4OID, 4, true, TYPALIGN_INT));
+		la[1] = PointerGetDatum(construct_array(types, ncands, TEXTOID, -1, false, TYPALIGN_INT));
+		la[2] = PointerGetDatum(construct_array(oids, ncands, TEXTOID, -1, false, TYPALIGN_INT));
+		la[3] = Int32GetDatum(max_objects);
+		la[4] = CStringGetTextDatum(worker);
+		la[5] = IntervalPGetDatum(lease);
+		rc = SPI_execute_plan(lease_plan, la, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "webhook_inbox: taking leases failed: %s", SPI_result_code_string(rc));
+		nleases = (int) SPI_processed;
+		ltoken = palloc(sizeof(int64) * (nleases + 1));
+		lexpires = palloc(sizeof(Datum) * (nleases + 1));
+		lcand = palloc(sizeof(int) * (nleases + 1));
+		lcount = palloc0(sizeof(int) * (nleases + 1));
+		lids = palloc0(sizeof(int64 *) * (nleases + 1));
+		lstrat = palloc0(sizeof(char **) * (nleases + 1));
+		for (int r = 0; r < nleases; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
 
+			ltoken[r] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			lexpires[r] = SPI_getbinval(tup, desc, 2, &isnull);
+			lcand[r] = (int) DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull)) - 1;
+		}
+
+		if (nleases > 0)
+		{
+			Datum	   *tk = palloc(sizeof(Datum) * nleases);
+			Datum	   *ls = palloc(sizeof(Datum) * nleases);
+			Datum	   *lt = palloc(sizeof(Datum) * nleases);
+			Datum	   *lo = palloc(sizeof(Datum) * nleases);
+			Datum		ma[4];
+			int			r = 0;
+
+			for (int k = 0; k < nleases; k++)
+			{
+				tk[k] = Int64GetDatum(ltoken[k]);
+				ls[k] = sids[lcand[k]];
+				lt[k] = types[lcand[k]];
+				lo[k] = oids[lcand[k]];
+			}
+			ma[0] = PointerGetDatum(construct_array(tk, nleases, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			ma[1] = PointerGetDatum(construct_array(ls, nleases, INT4OID, 4, true, TYPALIGN_INT));
+			ma[2] = PointerGetDatum(construct_array(lt, nleases, TEXTOID, -1, false, TYPALIGN_INT));
+			ma[3] = PointerGetDatum(construct_array(lo, nleases, TEXTOID, -1, false, TYPALIGN_INT));
 			rc = SPI_execute_plan(mark_plan, ma, NULL, false, 0);
-			if (rc != SPI_OK_UPDATE_RETURNING)
+			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "webhook_inbox: marking claimed events failed: %s",
 					 SPI_result_code_string(rc));
+
+			/* both lists are ordered by token: walk them together */
+			for (int k = 0; k < nleases; k++)
+			{
+				int			start = r;
+
+				while (r < (int) SPI_processed &&
+					   DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1,
+												   &isnull)) == ltoken[k])
+					r++;
+				lcount[k] = r - start;
+				lids[k] = palloc(sizeof(int64) * (lcount[k] + 1));
+				lstrat[k] = palloc(sizeof(char *) * (lcount[k] + 1));
+				for (int e = 0; e < lcount[k]; e++)
+				{
+					HeapTuple	tup = SPI_tuptable->vals[start + e];
+
+					lids[k][e] = DatumGetInt64(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+					lstrat[k][e] = SPI_getvalue(tup, SPI_tuptable->tupdesc, 3);
+				}
+			}
 		}
-		nevents = (int) SPI_processed;
-		if (nevents == 0)
+
+		unleased = palloc(sizeof(int64) * (nleases + 1));
+		for (int k = 0; k < nleases; k++)
 		{
-			/* everything was taken meanwhile: give the lease back */
-			Datum		ua[1] = {Int64GetDatum(token)};
+			Candidate  *c = &cands[lcand[k]];
+			Datum	   *id_datums;
+			Datum		values[CLAIM_COLUMNS];
+			bool		nulls[CLAIM_COLUMNS] = {0};
 
-			SPI_execute_plan(unlease_plan, ua, NULL, false, 0);
-			continue;
+			if (lcount[k] == 0)
+			{
+				/* everything was taken meanwhile: the lease goes back */
+				unleased[nunleased++] = ltoken[k];
+				continue;
+			}
+			id_datums = palloc(sizeof(Datum) * lcount[k]);
+			for (int e = 0; e < lcount[k]; e++)
+				id_datums[e] = Int64GetDatum(lids[k][e]);
+			values[0] = Int64GetDatum(ltoken[k]);
+			values[1] = CStringGetTextDatum(c->source);
+			values[2] = Int32GetDatum(c->source_id);
+			values[3] = CStringGetTextDatum(c->object_type);
+			values[4] = CStringGetTextDatum(c->object_id);
+			values[5] = PointerGetDatum(construct_array(id_datums, lcount[k], INT8OID, 8,
+														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			values[6] = CStringGetTextDatum(claim_strategy(lstrat[k], lcount[k]));
+			values[7] = lexpires[k];
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+			claimed++;
 		}
-		ids = palloc(sizeof(int64) * nevents);
-		strategies = palloc(sizeof(char *) * nevents);
-		for (int e = 0; e < nevents; e++)
-			ids[e] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[e], SPI_tuptable->tupdesc, 1,
-												 &isnull));
-		qsort(ids, nevents, sizeof(int64), cmp_int64);
-		for (int e = 0; e < nevents; e++)
-			strategies[e] = SPI_getvalue(SPI_tuptable->vals[e], SPI_tuptable->tupdesc, 2);
-		id_datums = palloc(sizeof(Datum) * nevents);
-		for (int e = 0; e < nevents; e++)
-			id_datums[e] = Int64GetDatum(ids[e]);
+		if (nunleased > 0)
+		{
+			Datum	   *ud = palloc(sizeof(Datum) * nunleased);
+			Datum		ua[1];
 
-		values[0] = Int64GetDatum(token);
-		values[1] = CStringGetTextDatum(c->source);
-		values[2] = Int32GetDatum(c->source_id);
-		values[3] = CStringGetTextDatum(c->object_type);
-		values[4] = CStringGetTextDatum(c->object_id);
-		values[5] = PointerGetDatum(construct_array(id_datums, nevents, INT8OID, 8,
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[6] = CStringGetTextDatum(claim_strategy(strategies, nevents));
-		values[7] = expires;
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		claimed++;
+			for (int k = 0; k < nunleased; k++)
+				ud[k] = Int64GetDatum(unleased[k]);
+			ua[0] = PointerGetDatum(construct_array(ud, nunleased, INT8OID, 8, FLOAT8PASSBYVAL,
+													TYPALIGN_DOUBLE));
+			rc = SPI_execute_plan(unlease_plan, ua, NULL, false, 0);
+			if (rc != SPI_OK_DELETE)
+				elog(ERROR, "webhook_inbox: giving leases back failed: %s", SPI_result_code_string(rc));
+		}
 	}
 
 	SPI_finish();
