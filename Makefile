@@ -34,6 +34,9 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS does not track headers: every object depends on all of ours.
+$(OBJS): $(wildcard extension/*.h)
+
 SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
 
 sql/$(EXTENSION)--$(EXT_VERSION).sql: $(SQL_PARTS)

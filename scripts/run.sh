@@ -57,11 +57,23 @@ webhook_inbox.sweep_interval = '60s'
 webhook_inbox.sweep_overlap = '10s'
 CONF
 fi
-if ! as_user pg_ctl -D "$RUN/data" status >/dev/null 2>&1; then
+# A rebuilt library or install script since the last run: the preloaded
+# library needs a restart, and the extension is created afresh (the demo's
+# data is regenerated below anyway).
+BUILD_SUM="$(cat webhook_inbox.so sql/webhook_inbox--*.sql | md5sum | cut -d' ' -f1)"
+CHANGED=0
+[ "$(cat "$RUN/build.md5" 2>/dev/null)" = "$BUILD_SUM" ] || CHANGED=1
+if as_user pg_ctl -D "$RUN/data" status >/dev/null 2>&1; then
+	[ "$CHANGED" = 1 ] && as_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w -m fast restart >/dev/null
+else
 	as_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w start >/dev/null
 fi
 PSQL=(psql -X -q -h "$RUN" -p "$PGPORT" -U postgres -d postgres -v ON_ERROR_STOP=1)
-"${PSQL[@]}" -c "CREATE EXTENSION IF NOT EXISTS webhook_inbox"
+if [ "$CHANGED" = 1 ]; then
+	"${PSQL[@]}" -c "SET client_min_messages = warning" -c "DROP EXTENSION IF EXISTS webhook_inbox CASCADE"
+fi
+"${PSQL[@]}" -c "SET client_min_messages = warning" -c "CREATE EXTENSION IF NOT EXISTS webhook_inbox"
+echo "$BUILD_SUM" > "$RUN/build.md5"
 
 if [ "${WI_SETUP_ONLY:-}" = 1 ]; then
 	echo "PostgreSQL with webhook_inbox: psql -h 127.0.0.1 -p $PGPORT -U postgres"
