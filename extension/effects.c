@@ -152,11 +152,7 @@ perform_job(EffectJob *job)
 	else if (strcmp(job->method, "GET") == 0)
 		curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-	curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, (long) wi_http_timeout_ms);
-	curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, (long) Min(wi_http_timeout_ms, 5000));
-	curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(curl, CURLOPT_USERAGENT, "webhook_inbox/0.1.0");
+	wi_curl_defaults(curl);
 	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_response);
 	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &job->response);
 

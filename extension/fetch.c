@@ -20,6 +20,26 @@
 
 #include "worker.h"
 
+/*
+ * What every request to a provider gets, the worker's fetches and the
+ * effects alike: the configured timeouts, no signals (libcurl must not touch
+ * them in a PostgreSQL process), no redirects, http and https only.
+ */
+void
+wi_curl_defaults(void *handle)
+{
+	CURL	   *h = (CURL *) handle;
+
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) wi_http_timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) Min(wi_http_timeout_ms, 5000));
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "webhook_inbox/0.1.0");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+}
+
 #define WI_HTTP_MAX_BODY	(16 * 1024 * 1024)	/* larger answers are errors */
 #define WI_HTTP_POLL_MS		50	/* how often SIGTERM is looked at */
 
@@ -137,16 +157,8 @@ start_request(WiHttpRequest *req)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, req);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, req);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) wi_http_timeout_ms);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) Min(wi_http_timeout_ms, 5000));
-	/* libcurl must not touch signals in a PostgreSQL process */
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "webhook_inbox/0.1.0");
+	wi_curl_defaults(h);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
 	if (curl_multi_add_handle(multi, h) != CURLM_OK)
 		elog(ERROR, "webhook_inbox: curl_multi_add_handle failed");
 }

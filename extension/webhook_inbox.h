@@ -62,6 +62,9 @@ extern void wi_set_worker_latch(Latch *latch);
 /* The background worker and its counters (worker.c, stats.c) */
 extern void wi_worker_init(void);
 
+/* fetch.c: the libcurl options every provider request gets (a CURL *) */
+extern void wi_curl_defaults(void *handle);
+
 /* External effects (effects.c): one claim/send/store cycle; commits. */
 extern int	wi_effects_cycle(const char *worker, int max_effects, bool own_xacts);
 

@@ -144,6 +144,29 @@ wi_xact_end(void)
 }
 
 /*
+ * Inside a PG_CATCH of the worker: logs the error (prefixed with what),
+ * aborts the transaction, counts the error, and returns the message in cxt.
+ */
+static char *
+catch_failure(MemoryContext cxt, const char *what)
+{
+	ErrorData  *edata;
+	char	   *msg;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	msg = pstrdup(edata->message);
+	ereport(LOG,
+			(errmsg("webhook_inbox worker: %s%s", what, edata->message),
+			 edata->detail ? errdetail_internal("%s", edata->detail) : 0));
+	FreeErrorData(edata);
+	wi_stat_add(WI_STAT_ERRORS, 1);
+	return msg;
+}
+
+/*
  * Runs fn(arg) in its own transaction.  On error: logs it, aborts, counts it,
  * and returns the message (in the caller's memory context); NULL on success.
  * In a backend (sweep_now) fn runs inside the caller's transaction and errors
@@ -174,18 +197,7 @@ wi_run_xact(void (*fn) (void *), void *arg)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		failure = pstrdup(edata->message);
-		ereport(LOG,
-				(errmsg("webhook_inbox worker: %s", edata->message),
-				 edata->detail ? errdetail_internal("%s", edata->detail) : 0));
-		FreeErrorData(edata);
-		wi_stat_add(WI_STAT_ERRORS, 1);
+		failure = catch_failure(cxt, "");
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
@@ -801,15 +813,7 @@ effects_round(void)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		ereport(LOG, (errmsg("webhook_inbox worker: effects: %s", edata->message)));
-		FreeErrorData(edata);
-		wi_stat_add(WI_STAT_ERRORS, 1);
+		(void) catch_failure(cxt, "effects: ");
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
