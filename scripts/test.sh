@@ -2,6 +2,9 @@
 # make test: installs what is missing, builds, installs, and runs every
 # suite (pg_regress, isolation, TAP), each on private servers.  Exits
 # non-zero if any suite failed; the TAP runner's summary comes last.
+#
+# While developing, WI_SUITES="regress tap" picks suites and
+# PROVE_TESTS="regress/t/300_worker_shuffle.pl …" picks TAP files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
@@ -20,9 +23,9 @@ chown -R "$RUN_USER" "$WORK"
 chmod 755 "$WORK"
 
 failed=""
-for suite in regress isolation tap; do
+for suite in ${WI_SUITES:-regress isolation tap}; do
 	echo "=== $suite ==="
-	if ! as_user make -C "$WORK" -s "installcheck-$suite"; then
+	if ! as_user make -C "$WORK" -s "installcheck-$suite" ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"}; then
 		failed="$failed $suite"
 		for f in "$WORK"/regress/out/regression.diffs "$WORK"/regress/out_isolation/regression.diffs; do
 			[ "$suite" != tap ] && [ -f "$f" ] && head -c 20000 "$f"
