@@ -1,0 +1,20 @@
+-- sql/upgrade/0.1.0--0.2.0.sql: the hand-written part of the upgrade from
+-- release 0.1.0 to 0.2.0.
+--
+-- The build assembles sql/webhook_inbox--0.1.0--0.2.0.sql from the \echo
+-- guard, then this file, then every function, procedure, view, COMMENT and
+-- GRANT/REVOKE of the 0.2.0 fragments (sql/*.sql), re-created with CREATE OR
+-- REPLACE.  So function bodies need nothing here.
+--
+-- Append here, in the order your change needs, plain SQL (no \echo guard)
+-- run on a database that has 0.1.0, for everything that is not a function
+-- body: tables, columns, indexes, constraints, types, triggers, sequences,
+-- roles, preset rows (routes, machines), pg_extension_config_dump() of new
+-- tables, and DROP FUNCTION for a function removed or whose signature,
+-- argument names or return type changed (CREATE OR REPLACE cannot change
+-- those), DROP VIEW for a view whose columns changed other than by adding
+-- some at its end.
+--
+-- The upgrade test (make test) installs 0.1.0 with data in every table,
+-- runs ALTER EXTENSION webhook_inbox UPDATE and fails, printing the diff,
+-- when the upgraded schema differs from a fresh 0.2.0 install.
