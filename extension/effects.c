@@ -37,6 +37,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "step.h"
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_run_effects);
@@ -183,37 +184,6 @@ maybe_fault(const char *point)
 }
 
 /*
- * Transaction steps.  In a procedure (own_xacts false) one non-atomic SPI
- * connection spans the cycle and SPI_commit() ends each step.  In the
- * background worker (own_xacts true) each step is a transaction of its own
- * with its own snapshot, started and committed here.
- */
-static void
-step_begin(bool own_xacts)
-{
-	if (!own_xacts)
-		return;
-	SetCurrentStatementStartTimestamp();
-	StartTransactionCommand();
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-static void
-step_end(bool own_xacts)
-{
-	if (!own_xacts)
-	{
-		SPI_commit();
-		return;
-	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-}
-
-/*
  * Run one claim/send/store cycle for up to max_effects http effects.
  *
  * With own_xacts false (the run_effects procedure) it must be called in a
@@ -230,6 +200,8 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 	EffectJob  *jobs;
 	int			njobs = 0;
 	int			rc;
+	/* a procedure: one non-atomic connection, committed after each step */
+	WiStepMode	mode = own_xacts ? WI_STEPS_OWN_XACT : WI_STEPS_NONATOMIC;
 
 	if (!curl_ready)
 	{
@@ -249,7 +221,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 		if (!own_xacts && SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 			elog(ERROR, "webhook_inbox: SPI_connect failed");
 
-		step_begin(own_xacts);
+		wi_step_begin(mode);
 		args[0] = CStringGetTextDatum(worker);
 		args[1] = Int32GetDatum(max_effects);
 		args[2] = DirectFunctionCall3(interval_in, CStringGetDatum(psprintf("%d ms", wi_lease_ms)),
@@ -283,7 +255,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 		MemoryContextSwitchTo(oldcxt);
 
 		/* the attempts are on record before any request leaves */
-		step_end(own_xacts);
+		wi_step_end(mode);
 		if (njobs > 0)
 			maybe_fault("after_claim");
 
@@ -304,7 +276,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			char		snulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 			EffectJob  *j = &jobs[i];
 
-			step_begin(own_xacts);
+			wi_step_begin(mode);
 			sargs[0] = Int64GetDatum(j->id);
 			sargs[1] = Int64GetDatum(j->token);
 			sargs[2] = CStringGetTextDatum(j->action);
@@ -326,7 +298,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "webhook_inbox: storing an effect's answer failed: %s",
 					 SPI_result_code_string(rc));
-			step_end(own_xacts);
+			wi_step_end(mode);
 		}
 		if (!own_xacts)
 			SPI_finish();

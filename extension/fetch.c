@@ -18,7 +18,8 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "worker.h"
+#include "provider.h"
+#include "webhook_inbox.h"
 
 /*
  * What every request to a provider gets, the worker's fetches and the
@@ -198,28 +199,21 @@ finish_request(WiHttpRequest *req, CURLcode result)
 	release_handle(req);
 }
 
-/* Whether to stop: SIGTERM in the worker, any interrupt in a backend. */
-static bool
-stop_requested(void)
-{
-	return wi_in_worker ? wi_got_sigterm : InterruptPending;
-}
-
 /*
  * Runs the requests, at most concurrency at a time.  gate (optional) is
  * asked before each start and may hold a request back (WAIT) or drop it
  * (SKIP, having dealt with it itself); done (optional) is called as each
  * transfer ends, with status, body, Link and Retry-After filled in.
  *
- * Returns false when stopped by SIGTERM (or, in a backend, an interrupt is
- * then serviced): transfers in flight are abandoned and every request not
+ * Returns false when steps says to stop (its stop flag, set by the worker's
+ * SIGTERM; without one a pending interrupt, which is then serviced): transfers in flight are abandoned and every request not
  * completed has started = false or status 0 with error "interrupted".
  * Requests the gate held back until nothing was in flight are left with
  * started = false; the caller gives them back.
  */
 bool
-wi_http_run(WiHttpRequest **reqs, int n, int concurrency, wi_http_gate_fn gate,
-			wi_http_done_fn done, void *arg)
+wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
+			wi_http_gate_fn gate, wi_http_done_fn done, void *arg)
 {
 	volatile int inflight = 0;
 	int		   *state;			/* 0 queued, 1 running, 2 finished */
@@ -259,7 +253,7 @@ wi_http_run(WiHttpRequest **reqs, int n, int concurrency, wi_http_gate_fn gate,
 			if (inflight == 0)
 				break;			/* all done, or only held-back requests left */
 
-			if (stop_requested())
+			if (wi_steps_stopping(steps))
 			{
 				stopped = true;
 				break;
@@ -301,7 +295,7 @@ wi_http_run(WiHttpRequest **reqs, int n, int concurrency, wi_http_gate_fn gate,
 				reqs[i]->status = 0;
 				reqs[i]->error = pstrdup("interrupted");
 			}
-		if (!wi_in_worker)
+		if (steps->stop_flag == NULL)
 			CHECK_FOR_INTERRUPTS();
 	}
 	pfree(state);

@@ -55,13 +55,8 @@ prepare_guard_plans(void)
 	{
 		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, INT8OID};
 
-		/* fenced if another claim holds the object or a newer token saved it */
-		fence_plan = wi_keep_plan(
-			"SELECT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l "
-			"  WHERE l.source_id = $1 AND l.object_type = $2 AND l.object_id = $3 AND l.token <> $4) "
-			"OR EXISTS (SELECT 1 FROM webhook_inbox.objects o "
-			"  WHERE o.source_id = $1 AND o.object_type = $2 AND o.object_id = $3 "
-			"  AND o.fence_token > $4)", 4, t);
+		/* the one fence check, in SQL: _fenced() */
+		fence_plan = wi_keep_plan("SELECT webhook_inbox._fenced($1, $2, $3, $4)", 4, t);
 	}
 	insert_plan = wi_keep_plan(
 		"INSERT INTO webhook_inbox.objects (source_id, object_type, object_id) "

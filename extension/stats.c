@@ -18,7 +18,8 @@
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 
-#include "worker.h"
+#include "stats.h"
+#include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_worker_stats);
 

@@ -31,7 +31,11 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "worker.h"
+#include "provider.h"
+#include "stats.h"
+#include "step.h"
+#include "sweep.h"
+#include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_sweep_now);
 
@@ -46,6 +50,7 @@ typedef struct Diff
 
 typedef struct Sweep
 {
+	const WiSteps *steps;
 	int32		source_id;
 	const char *object_type;
 	const char *trigger;
@@ -74,15 +79,6 @@ typedef struct Sweep
 	char	   *error;			/* why the pass failed, or NULL */
 	char	   *status;
 } Sweep;
-
-static void
-exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-
-	if (rc != expect)
-		elog(ERROR, "webhook_inbox sweep: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
-}
 
 static Datum
 text_or_null(const char *s, char *null)
@@ -117,7 +113,7 @@ begin_step(void *arg)
 	CStringGetTextDatum(psprintf("%d seconds", wi_sweep_overlap_s))};
 	bool		isnull;
 
-	exec("SELECT run_id, since_epoch FROM webhook_inbox._sweep_begin($1, $2, $3, $4::interval)",
+	wi_spi_exec("SELECT run_id, since_epoch FROM webhook_inbox._sweep_begin($1, $2, $3, $4::interval)",
 		 4, t, v, NULL, SPI_OK_SELECT);
 	s->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	s->since = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
@@ -138,7 +134,7 @@ page_step(void *arg)
 	v[3] = text_or_null(s->type.status_path, &nl[3]);
 	v[4] = text_or_null(s->type.version_path, &nl[4]);
 	v[5] = BoolGetDatum(s->type.occurrence);
-	exec("SELECT object_id, item::text, deleted, has_more, last_id FROM webhook_inbox._sweep_page("
+	wi_spi_exec("SELECT object_id, item::text, deleted, has_more, last_id FROM webhook_inbox._sweep_page("
 		 "$1, $2, $3::jsonpath, $4::jsonpath, $5::jsonpath, $6)", 6, t, v, nl, SPI_OK_SELECT);
 	s->diffs = MemoryContextAllocZero(cxt, sizeof(Diff) * Max(SPI_processed, 1));
 	s->ndiffs = 0;
@@ -174,7 +170,7 @@ lease_step(void *arg)
 	bool		isnull;
 	Datum		d;
 
-	exec("SELECT webhook_inbox._sweep_lease($1, $2, $3, $4, $5::interval)", 5, t, v, NULL,
+	wi_spi_exec("SELECT webhook_inbox._sweep_lease($1, $2, $3, $4, $5::interval)", 5, t, v, NULL,
 		 SPI_OK_SELECT);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	s->token = isnull ? 0 : DatumGetInt64(d);
@@ -198,7 +194,7 @@ repair_step(void *arg)
 	v[6] = text_or_null(s->type.status_path, &nl[6]);
 	v[7] = text_or_null(s->type.version_path, &nl[7]);
 	v[8] = BoolGetDatum(s->type.occurrence);
-	exec("SELECT webhook_inbox._sweep_repair($1, $2, $3, jsonb_path_query_first($4::jsonb, "
+	wi_spi_exec("SELECT webhook_inbox._sweep_repair($1, $2, $3, jsonb_path_query_first($4::jsonb, "
 		 "$5::jsonpath), $6, $7::jsonpath, $8::jsonpath, $9)", 9, t, v, nl, SPI_OK_SELECT);
 	s->result = MemoryContextStrdup(wi_step_cxt(),
 									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
@@ -213,7 +209,7 @@ count_step(void *arg)
 	Int32GetDatum(s->errors)};
 	char		nl[4] = {' ', s->token ? ' ' : 'n', ' ', ' '};
 
-	exec("SELECT webhook_inbox._sweep_count($1, $2, $3, $4)", 4, t, v, nl, SPI_OK_SELECT);
+	wi_spi_exec("SELECT webhook_inbox._sweep_count($1, $2, $3, $4)", 4, t, v, nl, SPI_OK_SELECT);
 }
 
 static void
@@ -226,7 +222,7 @@ finish_step(void *arg)
 
 	v[0] = Int64GetDatum(s->run_id);
 	v[1] = text_or_null(s->error, &nl[1]);
-	exec("SELECT webhook_inbox._sweep_finish($1, $2)", 2, t, v, nl, SPI_OK_SELECT);
+	wi_spi_exec("SELECT webhook_inbox._sweep_finish($1, $2)", 2, t, v, nl, SPI_OK_SELECT);
 	s->status = MemoryContextStrdup(wi_step_cxt(),
 									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
@@ -238,7 +234,7 @@ static bool
 http_get(WiHttpRequest *req, char *url, Sweep *s)
 {
 	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, NULL);
-	if (!wi_http_run(&req, 1, 1, NULL, NULL, NULL))
+	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
 		return false;
 	wi_stat_latency(req->elapsed_ms);
 	return true;
@@ -250,7 +246,7 @@ count_unrepaired(Sweep *s, int skipped, int errors)
 {
 	s->skipped = skipped;
 	s->errors = errors;
-	if (wi_run_xact(count_step, s) != NULL && s->error == NULL)
+	if (wi_step_run(s->steps, count_step, s) != NULL && s->error == NULL)
 		s->error = pstrdup("counting a difference failed");
 	s->skipped = s->errors = 0;
 	s->token = 0;
@@ -268,7 +264,7 @@ repair_one(Sweep *s, Diff *d)
 	s->deleted = d->deleted;
 	if (!s->type.occurrence)
 	{
-		if (wi_run_xact(lease_step, s) != NULL)
+		if (wi_step_run(s->steps, lease_step, s) != NULL)
 		{
 			count_unrepaired(s, 0, 1);
 			return;
@@ -311,7 +307,7 @@ repair_one(Sweep *s, Diff *d)
 			}
 		}
 	}
-	err = wi_run_xact(repair_step, s);
+	err = wi_step_run(s->steps, repair_step, s);
 	if (err != NULL)
 	{
 		count_unrepaired(s, 0, 1);
@@ -329,7 +325,7 @@ repair_one(Sweep *s, Diff *d)
  * propagate and HTTP failures are recorded.
  */
 int64
-wi_sweep_run(int32 source_id, const char *object_type, const char *trigger)
+wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, const char *trigger)
 {
 	Sweep		s;
 	char	   *url;
@@ -337,15 +333,15 @@ wi_sweep_run(int32 source_id, const char *object_type, const char *trigger)
 	int			pages = 0;
 
 	memset(&s, 0, sizeof(s));
+	s.steps = steps;
 	s.source_id = source_id;
 	s.object_type = object_type;
 	s.trigger = trigger;
-	s.holder = wi_in_worker ? psprintf("sweep:%s", wi_worker_name)
-		: psprintf("sweep_now:%d", MyProcPid);
+	s.holder = psprintf("sweep:%s", steps->holder);
 
-	if (wi_run_xact(load_step, &s) != NULL || !s.supported)
+	if (wi_step_run(steps, load_step, &s) != NULL || !s.supported)
 		return 0;
-	if (wi_run_xact(begin_step, &s) != NULL)
+	if (wi_step_run(steps, begin_step, &s) != NULL)
 		return 0;
 	pgstat_report_activity(STATE_RUNNING, "sweeping");
 	wi_stat_add(WI_STAT_SWEEPS, 1);
@@ -373,14 +369,14 @@ wi_sweep_run(int32 source_id, const char *object_type, const char *trigger)
 			break;
 		}
 		s.body = req.body.data;
-		if ((err = wi_run_xact(page_step, &s)) != NULL)
+		if ((err = wi_step_run(steps, page_step, &s)) != NULL)
 		{
 			s.error = psprintf("reading a page failed: %s", err);
 			break;
 		}
 		for (int i = 0; i < s.ndiffs && s.error == NULL; i++)
 		{
-			if (wi_in_worker && wi_got_sigterm)
+			if (steps->stop_flag != NULL && wi_steps_stopping(steps))
 				s.error = pstrdup("interrupted");
 			else
 				repair_one(&s, &s.diffs[i]);
@@ -399,7 +395,7 @@ wi_sweep_run(int32 source_id, const char *object_type, const char *trigger)
 			url = NULL;
 	}
 
-	if (wi_run_xact(finish_step, &s) != NULL || s.status == NULL || strcmp(s.status, "complete") != 0)
+	if (wi_step_run(steps, finish_step, &s) != NULL || s.status == NULL || strcmp(s.status, "complete") != 0)
 		wi_stat_add(WI_STAT_SWEEPS_FAILED, 1);
 	return s.run_id;
 }
@@ -421,7 +417,7 @@ targets_step(void *arg)
 	Oid			t[1] = {TEXTOID};
 	Datum		v[1] = {CStringGetTextDatum(psprintf("%d seconds", wi_sweep_interval_s))};
 
-	exec("SELECT source_id, object_type FROM webhook_inbox._sweep_targets($1::interval)",
+	wi_spi_exec("SELECT source_id, object_type FROM webhook_inbox._sweep_targets($1::interval)",
 		 1, t, v, NULL, SPI_OK_SELECT);
 	tg->n = (int) SPI_processed;
 	tg->source_ids = MemoryContextAlloc(cxt, sizeof(int32) * Max(tg->n, 1));
@@ -443,7 +439,7 @@ targets_step(void *arg)
  * source lookup per look and sends nothing.
  */
 void
-wi_sweep_due(void)
+wi_sweep_due(const WiSteps *steps)
 {
 	static TimestampTz last_check = 0;
 	TimestampTz now = GetCurrentTimestamp();
@@ -452,10 +448,10 @@ wi_sweep_due(void)
 	if (wi_sweep_interval_s <= 0 || now - last_check < USECS_PER_SEC)
 		return;
 	last_check = now;
-	if (wi_run_xact(targets_step, &tg) != NULL)
+	if (wi_step_run(steps, targets_step, &tg) != NULL)
 		return;
-	for (int i = 0; i < tg.n && !wi_got_sigterm; i++)
-		(void) wi_sweep_run(tg.source_ids[i], tg.types[i], "schedule");
+	for (int i = 0; i < tg.n && !wi_steps_stopping(steps); i++)
+		(void) wi_sweep_run(steps, tg.source_ids[i], tg.types[i], "schedule");
 }
 
 /* ---------- sweep_now ---------- */
@@ -486,13 +482,17 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 		Datum		v[1] = {CStringGetTextDatum(source)};
 		bool		isnull;
 
-		exec("SELECT webhook_inbox._source_id($1)", 1, t, v, NULL, SPI_OK_SELECT);
+		wi_spi_exec("SELECT webhook_inbox._source_id($1)", 1, t, v, NULL, SPI_OK_SELECT);
 		source_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 												&isnull));
 	}
 	SPI_finish();
 
-	run_id = wi_sweep_run(source_id, object_type, "manual");
+	{
+		WiSteps		steps = {WI_STEPS_IN_CALLER, psprintf("backend:%d", MyProcPid), NULL};
+
+		run_id = wi_sweep_run(&steps, source_id, object_type, "manual");
+	}
 	if (run_id == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

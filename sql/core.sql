@@ -674,6 +674,22 @@ COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
 -- Mirror: version guard (C), machines (C), occurrences
 ---------------------------------------------------------------------------
 
+CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_object_id text,
+	p_token bigint)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+	/* the one fence check: another claim holds the object, or a newer token saved it */
+	SELECT p_token IS NOT NULL AND (
+		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
+				 WHERE l.source_id = p_source_id AND l.object_type = p_object_type
+				   AND l.object_id = p_object_id AND l.token <> p_token)
+		OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
+					WHERE o.source_id = p_source_id AND o.object_type = p_object_type
+					  AND o.object_id = p_object_id AND o.fence_token > p_token))
+$$;
+COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, bigint) IS
+	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it. Every guarded save asks this.';
+
 CREATE FUNCTION @extschema@.upsert_object(source text, object_type text, object_id text,
 	version numeric, status text, state jsonb, claim_token bigint DEFAULT NULL,
 	deleted boolean DEFAULT false, cause text DEFAULT NULL, event_id bigint DEFAULT NULL)
@@ -773,10 +789,7 @@ BEGIN
 	 WHERE x.source_id = sid AND x.object_type = apply_transition.object_type
 	   AND x.object_id = apply_transition.object_id
 	   FOR UPDATE;
-	IF claim_token IS NOT NULL AND (o.fence_token > claim_token OR EXISTS (
-			SELECT 1 FROM webhook_inbox.object_leases l
-			 WHERE l.source_id = sid AND l.object_type = apply_transition.object_type
-			   AND l.object_id = apply_transition.object_id AND l.token <> claim_token)) THEN
+	IF webhook_inbox._fenced(sid, apply_transition.object_type, apply_transition.object_id, claim_token) THEN
 		RETURN 'fenced';
 	END IF;
 	cur := coalesce(o.status, 'unknown');

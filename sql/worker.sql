@@ -62,12 +62,13 @@ COMMENT ON TABLE @extschema@.repairs IS
 -- Processing a claim
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._work_claim(p_token bigint,
-	OUT saved integer, OUT duplicates integer, OUT stale integer, OUT ties integer,
-	OUT backward integer, OUT occurrences integer, OUT ignored integer, OUT quarantined integer,
-	OUT unorderable integer, OUT fenced boolean, OUT need_fetch boolean)
+CREATE FUNCTION @extschema@._work_claim(p_token bigint)
+RETURNS TABLE (outcome text, events integer)
 LANGUAGE plpgsql AS $$
 DECLARE
+	saved integer; duplicates integer; stale integer; ties integer; backward integer;
+	occurrences integer; ignored integer; quarantined integer; unorderable integer;
+	fenced boolean; need_fetch boolean;
 	l webhook_inbox.object_leases;
 	s webhook_inbox.sources;
 	e record;
@@ -84,7 +85,7 @@ BEGIN
 	ignored := 0; quarantined := 0; unorderable := 0; fenced := false; need_fetch := false;
 	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
 	IF NOT FOUND THEN
-		fenced := true;
+		RETURN QUERY SELECT 'fenced', 1;
 		RETURN;
 	END IF;
 	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = l.source_id;
@@ -150,7 +151,7 @@ BEGIN
 				e.id, p_token, coalesce(e.payload #> '{data,object}', e.payload));
 			IF res = 'fenced' THEN
 				fenced := true;
-				RETURN;
+				EXIT;
 			ELSIF res = 'backward' THEN
 				backward := backward + 1;
 				fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
@@ -167,7 +168,7 @@ BEGIN
 				p_token, e.tombstone, 'event ' || e.id, e.id);
 			IF res = 'fenced' THEN
 				fenced := true;
-				RETURN;
+				EXIT;
 			ELSIF res = 'tie' THEN
 				ties := ties + 1;
 				IF s.api_base IS NOT NULL THEN
@@ -198,7 +199,8 @@ BEGIN
 	 * What complete() and quarantine() do, for all the claim's decided
 	 * events in one statement: the lease is ours (locked above).
 	 */
-	IF cardinality(fin_ids) > 0 THEN
+	/* fenced: the object was taken over, nothing of this claim is ours to finish */
+	IF NOT fenced AND cardinality(fin_ids) > 0 THEN
 		UPDATE webhook_inbox.inbox i
 		   SET status = d.st, reason = d.re, updated_at = now(),
 			   processed_at = CASE WHEN d.st = 'quarantined' THEN i.processed_at ELSE now() END,
@@ -207,10 +209,31 @@ BEGIN
 		 WHERE i.id = d.id AND i.claim_token = p_token AND i.status = 'processing';
 		PERFORM webhook_inbox._release(l);
 	END IF;
+	RETURN QUERY
+	SELECT x.o, x.c FROM (VALUES ('applied', saved), ('duplicate', duplicates), ('stale', stale),
+			('tie', ties), ('backward', backward), ('recorded', occurrences), ('ignored', ignored),
+			('quarantined', quarantined), ('unorderable', unorderable),
+			('fenced', CASE WHEN fenced THEN 1 ELSE 0 END),
+			('need_fetch', CASE WHEN need_fetch AND NOT fenced THEN 1 ELSE 0 END)) AS x(o, c)
+	 WHERE x.c > 0;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
-	'Processes a claim''s events that need no provider request (version, machine, occurrence, unordered, ignore) in provider order; reports what happened and whether a fetch is needed (fetch strategy, or a tie on a source with a read API).';
+	'Processes a claim''s events that need no provider request (version, machine, occurrence, unordered, ignore) in provider order; returns how many events had each outcome (names as in extension/outcome.c), need_fetch when only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
+
+CREATE FUNCTION @extschema@._work_round(p_tokens bigint[])
+RETURNS TABLE (token bigint, outcome text, events integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+	t bigint;
+BEGIN
+	FOREACH t IN ARRAY p_tokens LOOP
+		RETURN QUERY SELECT t, w.outcome, w.events FROM webhook_inbox._work_claim(t) w;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._work_round(bigint[]) IS
+	'The local work of all the claims of a round: rows of (claim token, outcome, events).';
 
 CREATE FUNCTION @extschema@._save_present(p_token bigint, p_object jsonb, p_deleted boolean,
 	p_status_path jsonpath, p_version_path jsonpath, p_cause text)
@@ -357,6 +380,38 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._auth_refused(bigint, integer) IS
 	'A 401/403 from the read API: quarantines the claim''s events and flags the source for a person.';
+
+CREATE FUNCTION @extschema@._give_back(p_token bigint, p_how text, p_reason text,
+	p_delay double precision, p_http integer)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	l webhook_inbox.object_leases;
+BEGIN
+	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
+	IF NOT FOUND OR webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, p_token) THEN
+		/* a claim already taken over is not ours to give back */
+		RETURN CASE WHEN p_how = 'defer' THEN 'deferred' ELSE 'fenced' END;
+	END IF;
+	CASE p_how
+		WHEN 'retry' THEN
+			RETURN webhook_inbox.retry(p_token, p_reason,
+				CASE WHEN p_delay >= 0 THEN make_interval(secs => p_delay) END);
+		WHEN 'defer' THEN
+			PERFORM webhook_inbox._defer(p_token, now() + make_interval(secs => greatest(p_delay, 0)), p_reason);
+			RETURN 'deferred';
+		WHEN 'quarantine' THEN
+			PERFORM webhook_inbox.quarantine(p_token, p_reason);
+			RETURN 'quarantined';
+		WHEN 'auth' THEN
+			RETURN CASE WHEN webhook_inbox._auth_refused(p_token, p_http) > 0 THEN 'quarantined' ELSE 'fenced' END;
+		ELSE
+			RAISE EXCEPTION 'unknown give-back "%"', p_how USING ERRCODE = 'invalid_parameter_value';
+	END CASE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._give_back(bigint, text, text, double precision, integer) IS
+	'Hands a claim back: retry (an attempt counted; backoff, or p_delay seconds when >= 0), defer (no attempt; due after p_delay), quarantine, or auth (quarantine and flag the source). Returns the outcome: retry, quarantined, deferred or fenced.';
 
 CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT id integer, OUT name text, OUT kind text, OUT api_base text, OUT api_token text,

@@ -14,7 +14,8 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
-#include "worker.h"
+#include "provider.h"
+#include "webhook_inbox.h"
 
 static const WiAdapter *const adapters[] = {
 	&wi_adapter_stripe,

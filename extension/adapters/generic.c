@@ -16,7 +16,7 @@
  */
 #include "postgres.h"
 
-#include "worker.h"
+#include "provider.h"
 
 static bool
 generic_type_map(const WiSource *src, const char *object_type, WiTypeMap *out)

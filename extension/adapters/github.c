@@ -10,7 +10,7 @@
  */
 #include "postgres.h"
 
-#include "worker.h"
+#include "provider.h"
 
 static const WiTypeMap github_types[] = {
 	{"issue", "issues", "$", "$[*]", "$.state", "$.updated_at", false},

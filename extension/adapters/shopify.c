@@ -9,7 +9,7 @@
  */
 #include "postgres.h"
 
-#include "worker.h"
+#include "provider.h"
 
 #define SHOPIFY_API_VERSION "2024-01"
 

@@ -10,7 +10,7 @@
  */
 #include "postgres.h"
 
-#include "worker.h"
+#include "provider.h"
 
 static const WiTypeMap stripe_types[] = {
 	{"subscription", "subscriptions", "$", "$.data[*]", "$.status", NULL, false},

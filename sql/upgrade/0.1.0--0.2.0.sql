@@ -18,3 +18,7 @@
 -- The upgrade test (make test) installs 0.1.0 with data in every table,
 -- runs ALTER EXTENSION webhook_inbox UPDATE and fails, printing the diff,
 -- when the upgraded schema differs from a fresh 0.2.0 install.
+
+-- The worker's local work reports outcomes as (outcome, events) rows
+-- instead of one column per counter.
+DROP FUNCTION @extschema@._work_claim(bigint);

@@ -1,0 +1,125 @@
+/*
+ * provider.h
+ *		How the worker talks to a provider's read API: a source as the
+ *		adapters see it, the adapters (adapters/), and concurrent requests
+ *		through libcurl multi (fetch.c).
+ *
+ * The C code never reads JSON: responses go to SQL functions in
+ * sql/worker.sql together with the jsonpaths an adapter names.
+ */
+#ifndef WI_PROVIDER_H
+#define WI_PROVIDER_H
+
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "utils/timestamp.h"
+
+#include "step.h"
+
+/* ---------- sources and adapters (adapters/) ---------- */
+
+/* A source as the adapters see it; read by _worker_source() in SQL. */
+typedef struct WiSource
+{
+	int32		id;
+	char	   *name;
+	char	   *kind;
+	char	   *api_base;		/* without a trailing slash; NULL: no read API */
+	char	   *api_token;
+	/* generic kind: URL templates and paths from settings */
+	char	   *fetch_url;
+	char	   *list_url;
+	char	   *auth_header;
+	char	   *auth_format;
+	char	   *unwrap_path;
+	char	   *items_path;
+	char	   *status_path;
+	char	   *version_path;
+	char	   *types;			/* comma-separated types with a read API */
+	char	   *repo;			/* github: owner/name */
+} WiSource;
+
+/*
+ * How one mirror object type is read from a provider: where its objects
+ * live, and where status, version, amount and currency are in them.
+ */
+typedef struct WiTypeMap
+{
+	const char *object_type;	/* mirror type: subscription, order, ... */
+	const char *collection;		/* the API's name: subscriptions, orders */
+	const char *unwrap_path;	/* the object in a GET response */
+	const char *items_path;		/* the objects in a list response */
+	const char *status_path;	/* NULL: no status */
+	const char *version_path;	/* NULL: no version; the sweep refetches */
+	bool		occurrence;		/* insert-once fact, not a mirrored object */
+} WiTypeMap;
+
+/*
+ * A provider kind's read API.  Every function returns palloc'd memory in
+ * the current context.  type_map returns false when the provider has no read
+ * API for that object type (the worker then quarantines, the sweep skips).
+ */
+typedef struct WiAdapter
+{
+	const char *kind;
+	bool		(*type_map) (const WiSource *src, const char *object_type, WiTypeMap *out);
+	char	   *(*object_url) (const WiSource *src, const WiTypeMap *t, const char *object_id);
+	/* first page when cursor is NULL; later pages after the last id seen */
+	char	   *(*list_url) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
+							 const char *cursor);
+	char	   *(*auth_header) (const WiSource *src);	/* "Name: value" or NULL */
+} WiAdapter;
+
+extern const WiAdapter wi_adapter_stripe;
+extern const WiAdapter wi_adapter_shopify;
+extern const WiAdapter wi_adapter_github;
+extern const WiAdapter wi_adapter_generic;
+
+extern const WiAdapter *wi_adapter_for(const WiSource *src);
+extern WiSource *wi_source_load(int32 source_id);
+extern char *wi_url_escape(const char *s);
+extern char *wi_template(const char *tmpl, const char *const *keys, const char *const *values);
+extern char *wi_iso_time(int64 epoch);
+
+/* ---------- provider requests (fetch.c) ---------- */
+
+typedef struct WiHttpRequest
+{
+	/* set by the caller */
+	char	   *url;
+	char	   *auth;			/* "Name: value" or NULL */
+	int32		source_id;		/* for rate limits */
+	void	   *arg;			/* the caller's */
+
+	/* results */
+	bool		started;
+	TimestampTz started_at;		/* when the request left */
+	long		status;			/* HTTP status; 0 when the transfer failed */
+	char	   *error;			/* transport error, or NULL */
+	StringInfoData body;
+	char	   *link_next;		/* Link: <...>; rel="next", or NULL */
+	int64		retry_after_s;	/* Retry-After in seconds, or -1 */
+	double		elapsed_ms;
+
+	void	   *handle;			/* private: the curl easy handle */
+	struct curl_slist *headers; /* private */
+} WiHttpRequest;
+
+typedef enum WiHttpGate
+{
+	WI_HTTP_START,				/* start it now */
+	WI_HTTP_WAIT,				/* not yet: ask again when a transfer ends */
+	WI_HTTP_SKIP				/* never: the gate has dealt with it */
+} WiHttpGate;
+
+typedef WiHttpGate (*wi_http_gate_fn) (WiHttpRequest *req, void *arg);
+typedef void (*wi_http_done_fn) (WiHttpRequest *req, void *arg);
+
+extern void wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
+								 void *arg);
+extern bool wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
+						wi_http_gate_fn gate, wi_http_done_fn done, void *arg);
+extern void wi_http_cleanup(void);
+
+#endif							/* WI_PROVIDER_H */

@@ -1,0 +1,54 @@
+/*
+ * ratelimit.c
+ *		How hard the worker may press each source.
+ *
+ * A source that answers 429 or 503 gets a window (its Retry-After, or a
+ * second) in which nothing is sent to it, and its concurrency cap halves;
+ * each success grows the cap back by one, up to fetch_concurrency.  That
+ * slows down the source that asked for it without starving the others.
+ * The state lives in this process only: a restarted worker starts at full
+ * speed, which costs at most one more 429.
+ */
+#include "postgres.h"
+
+#include "ratelimit.h"
+#include "webhook_inbox.h"
+
+#define MAX_RATES 256
+
+static WiRate rates[MAX_RATES];
+static int	nrates = 0;
+
+WiRate *
+wi_rate_for(int32 source_id)
+{
+	for (int i = 0; i < nrates; i++)
+		if (rates[i].source_id == source_id)
+			return &rates[i];
+	if (nrates == MAX_RATES)
+		nrates = 0;				/* forget the oldest: only costs a slower start */
+	rates[nrates].source_id = source_id;
+	rates[nrates].not_before = 0;
+	rates[nrates].cap = wi_fetch_concurrency;
+	rates[nrates].inflight = 0;
+	return &rates[nrates++];
+}
+
+void
+wi_rate_finished(WiRate *r)
+{
+	r->inflight = Max(r->inflight - 1, 0);
+}
+
+void
+wi_rate_succeeded(WiRate *r)
+{
+	r->cap = Min(r->cap + 1, wi_fetch_concurrency);
+}
+
+void
+wi_rate_slow_down(WiRate *r, TimestampTz until)
+{
+	r->not_before = Max(r->not_before, until);
+	r->cap = Max(r->cap / 2, 1);
+}

@@ -1,0 +1,570 @@
+/*
+ * round.c
+ *		One round of the background worker: claim, local work, fetch, save.
+ *
+ *   1. claim() up to batch_size objects under a lease (one transaction);
+ *   2. _work_round() applies, for all claims at once, what needs no provider
+ *      request (version, machine, occurrence, unordered, ignore) and says
+ *      which claims need a fetch (fetch strategy, or a tie with a read API);
+ *      one transaction, redone one claim at a time if it fails, so one bad
+ *      object cannot hold up the others;
+ *   3. the fetches run together through libcurl multi (fetch.c), gated by
+ *      the sources' rate limits (ratelimit.c), and the answers are saved
+ *      under the claims' tokens (fencing) in batches, by _save_fetched(), or
+ *      mapped to retry / quarantine / tombstone.
+ * A claim that cannot be finished is given back (_give_back()): retried
+ * with backoff and quarantined after max_attempts, or deferred without an
+ * attempt; nothing is retried forever and nothing is lost.
+ *
+ * Outcomes come back from SQL as names and are turned into WiOutcome once
+ * (outcome.c); every counter is added only after its transaction commits.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "outcome.h"
+#include "provider.h"
+#include "ratelimit.h"
+#include "round.h"
+#include "stats.h"
+#include "webhook_inbox.h"
+
+/* One claimed object, as the worker carries it through a round. */
+typedef struct Claim
+{
+	int64		token;
+	int32		source_id;
+	char	   *object_type;
+	char	   *object_id;
+	int			nevents;
+	TimestampTz expires_at;
+	bool		need_fetch;
+	WiSource   *src;
+	const WiAdapter *adapter;
+	WiTypeMap	type;
+	WiHttpRequest req;
+	bool		handled;		/* its fetch was answered or given back */
+	uint64		counts[WI_OUT__COUNT];	/* local outcomes, counted once committed */
+	bool		saved;			/* its fetched answer was saved */
+	WiOutcome	save_result;	/* what saving it did */
+} Claim;
+
+/* What a round carries between its steps. */
+typedef struct Round
+{
+	const WiSteps *steps;
+	Claim	   *claims;
+	int			nclaims;
+	/* local work: the claims one step covers */
+	Claim	  **batch;
+	int			nbatch;
+	/* fetched answers waiting to be saved together */
+	Claim	  **pending;
+	int			npending;
+} Round;
+
+/* ---------- giving a claim back ---------- */
+
+typedef enum GiveBack
+{
+	GIVE_RETRY,					/* counts an attempt: backoff, or delay */
+	GIVE_DEFER,					/* no attempt counted: due again after delay */
+	GIVE_QUARANTINE,			/* set aside for a person */
+	GIVE_AUTH					/* quarantine, and flag the source */
+} GiveBack;
+
+/* as _give_back() takes them, in GiveBack order */
+static const char *const give_back_names[] = {"retry", "defer", "quarantine", "auth"};
+
+typedef struct GiveBackStep
+{
+	int64		token;
+	GiveBack	how;
+	const char *reason;
+	double		delay_s;		/* < 0: retry()'s own backoff */
+	int			http;
+	WiOutcome	result;
+} GiveBackStep;
+
+static void
+give_back_xact(void *arg)
+{
+	GiveBackStep *g = (GiveBackStep *) arg;
+	Oid			t[5] = {INT8OID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID};
+	Datum		v[5];
+	char		nl[5] = {' ', ' ', ' ', ' ', ' '};
+
+	v[0] = Int64GetDatum(g->token);
+	v[1] = CStringGetTextDatum(give_back_names[g->how]);
+	v[2] = g->reason ? CStringGetTextDatum(g->reason) : (Datum) 0;
+	nl[2] = g->reason ? ' ' : 'n';
+	v[3] = Float8GetDatum(g->delay_s);
+	v[4] = Int32GetDatum(g->http);
+	wi_spi_exec("SELECT webhook_inbox._give_back($1, $2, $3, $4, $5)", 5, t, v, nl, SPI_OK_SELECT);
+	g->result = wi_outcome_from_name(wi_spi_first_text());
+}
+
+/* Hands a claim back in a step of its own, and counts what that did. */
+static void
+give_back(const WiSteps *steps, int64 token, GiveBack how, const char *reason, double delay_s,
+		  int http)
+{
+	GiveBackStep g = {token, how, reason, delay_s, http, WI_OUT_FENCED};
+
+	if (wi_step_run(steps, give_back_xact, &g) != NULL)
+		return;					/* logged; the lease expires and the claim returns */
+	if (how == GIVE_AUTH)
+		wi_stat_add(WI_STAT_AUTH_REFUSED, 1);
+	wi_outcome_count(g.result, 1);
+}
+
+/* ---------- step 1: claim ---------- */
+
+static void
+claim_xact(void *arg)
+{
+	Round	   *rd = (Round *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[3] = {TEXTOID, INT4OID, TEXTOID};
+	Datum		v[3] = {CStringGetTextDatum(rd->steps->holder), Int32GetDatum(wi_batch_size),
+	CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms))};
+
+	wi_spi_exec("SELECT claim_token, source_id, object_type, object_id, cardinality(event_ids), "
+				"expires_at FROM webhook_inbox.claim($1, $2, $3::interval)",
+				3, t, v, NULL, SPI_OK_SELECT);
+	rd->nclaims = (int) SPI_processed;
+	rd->claims = MemoryContextAllocZero(cxt, sizeof(Claim) * Max(rd->nclaims, 1));
+	for (int i = 0; i < rd->nclaims; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Claim	   *c = &rd->claims[i];
+		bool		isnull;
+
+		c->token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		c->source_id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		c->object_type = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 3));
+		c->object_id = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 4));
+		c->nevents = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+		c->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
+	}
+}
+
+/* ---------- step 2: what needs no provider request ---------- */
+
+/*
+ * The local work of the claims in rd->batch, in one statement: each row of
+ * _work_round() is (claim token, outcome, how many events).
+ */
+static void
+local_xact(void *arg)
+{
+	Round	   *rd = (Round *) arg;
+	Datum	   *tokens = palloc(sizeof(Datum) * Max(rd->nbatch, 1));
+	Oid			t[1] = {INT8ARRAYOID};
+	Datum		v[1];
+
+	for (int i = 0; i < rd->nbatch; i++)
+	{
+		tokens[i] = Int64GetDatum(rd->batch[i]->token);
+		memset(rd->batch[i]->counts, 0, sizeof(rd->batch[i]->counts));
+		rd->batch[i]->need_fetch = false;
+	}
+	v[0] = PointerGetDatum(construct_array(tokens, rd->nbatch, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	wi_spi_exec("SELECT token, outcome, events FROM webhook_inbox._work_round($1)", 1, t, v, NULL,
+				SPI_OK_SELECT);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		WiOutcome	o = wi_outcome_from_name(SPI_getvalue(tup, desc, 2));
+		int32		n = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+
+		for (int i = 0; i < rd->nbatch; i++)
+		{
+			Claim	   *c = rd->batch[i];
+
+			if (c->token != token)
+				continue;
+			c->counts[o] += n;
+			if (o == WI_OUT_NEED_FETCH)
+				c->need_fetch = true;
+			break;
+		}
+	}
+}
+
+static void
+count_local(Claim *c)
+{
+	for (int o = 0; o < WI_OUT__COUNT; o++)
+		wi_outcome_count((WiOutcome) o, c->counts[o]);
+}
+
+/*
+ * All claims' local work in one transaction (one commit per round).  If it
+ * fails, each claim again in a transaction of its own, so one bad object
+ * cannot hold up the others; a claim that fails alone is retried.  Returns
+ * how many claims need a fetch.
+ */
+static int
+local_work(Round *rd)
+{
+	int			nfetch = 0;
+
+	rd->batch = palloc(sizeof(Claim *) * Max(rd->nclaims, 1));
+	rd->nbatch = rd->nclaims;
+	for (int i = 0; i < rd->nclaims; i++)
+		rd->batch[i] = &rd->claims[i];
+	if (wi_step_run(rd->steps, local_xact, rd) != NULL)
+	{
+		for (int i = 0; i < rd->nclaims; i++)
+		{
+			Claim	   *c = &rd->claims[i];
+			char	   *err;
+
+			memset(c->counts, 0, sizeof(c->counts));
+			c->need_fetch = false;
+			if (wi_steps_stopping(rd->steps))
+			{
+				give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
+				continue;
+			}
+			rd->batch[0] = c;
+			rd->nbatch = 1;
+			err = wi_step_run(rd->steps, local_xact, rd);
+			if (err)
+			{
+				memset(c->counts, 0, sizeof(c->counts));
+				c->need_fetch = false;
+				give_back(rd->steps, c->token, GIVE_RETRY, err, -1, 0);
+			}
+		}
+	}
+	for (int i = 0; i < rd->nclaims; i++)
+	{
+		count_local(&rd->claims[i]);
+		if (rd->claims[i].need_fetch)
+			nfetch++;
+	}
+	return nfetch;
+}
+
+/* ---------- step 3: fetches ---------- */
+
+typedef struct SourceCache
+{
+	int32		source_id;
+	WiSource   *src;
+} SourceCache;
+
+/* Loads each claim's source once per round, and builds its request. */
+static void
+load_xact(void *arg)
+{
+	Round	   *rd = (Round *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	SourceCache *cache = palloc0(sizeof(SourceCache) * Max(rd->nclaims, 1));
+	int			ncache = 0;
+
+	for (int i = 0; i < rd->nclaims; i++)
+	{
+		Claim	   *c = &rd->claims[i];
+		MemoryContext old;
+
+		if (!c->need_fetch)
+			continue;
+		c->src = NULL;
+		for (int k = 0; k < ncache && c->src == NULL; k++)
+			if (cache[k].source_id == c->source_id)
+				c->src = cache[k].src;
+		old = MemoryContextSwitchTo(cxt);
+		if (c->src == NULL)
+		{
+			c->src = wi_source_load(c->source_id);
+			cache[ncache].source_id = c->source_id;
+			cache[ncache++].src = c->src;
+		}
+		c->adapter = wi_adapter_for(c->src);
+		if (c->adapter && c->adapter->type_map(c->src, c->object_type, &c->type))
+		{
+			char	   *url = c->adapter->object_url(c->src, &c->type, c->object_id);
+
+			if (url)
+				wi_http_init_request(&c->req, url, c->adapter->auth_header(c->src), c->source_id, c);
+			else
+				c->adapter = NULL;
+		}
+		else
+			c->adapter = NULL;
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/* Saves one fetched answer, inside the caller's transaction. */
+static void
+save_one(Claim *c)
+{
+	Oid			t[7] = {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
+	Datum		v[7];
+	char		nl[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+
+	v[0] = Int64GetDatum(c->token);
+	v[1] = Int32GetDatum((int32) c->req.status);
+	v[2] = CStringGetTextDatum(c->req.body.data);
+	v[3] = CStringGetTextDatum(c->type.unwrap_path ? c->type.unwrap_path : "$");
+	v[4] = c->type.status_path ? CStringGetTextDatum(c->type.status_path) : (Datum) 0;
+	nl[4] = c->type.status_path ? ' ' : 'n';
+	v[5] = c->type.version_path ? CStringGetTextDatum(c->type.version_path) : (Datum) 0;
+	nl[5] = c->type.version_path ? ' ' : 'n';
+	v[6] = TimestampTzGetDatum(c->req.started_at);
+	nl[6] = c->req.started ? ' ' : 'n';
+	wi_spi_exec("SELECT webhook_inbox._save_fetched($1, $2, $3, $4::jsonpath, $5::jsonpath, "
+				"$6::jsonpath, $7)", 7, t, v, nl, SPI_OK_SELECT);
+	c->save_result = wi_outcome_from_name(wi_spi_first_text());
+	c->saved = true;
+}
+
+/* The answers in rd->batch, saved in one transaction. */
+static void
+save_xact(void *arg)
+{
+	Round	   *rd = (Round *) arg;
+
+	for (int i = 0; i < rd->nbatch; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		rd->batch[i]->saved = false;
+		save_one(rd->batch[i]);
+	}
+}
+
+/*
+ * Fetched answers are saved in batches: one transaction (one commit) for up
+ * to SAVE_BATCH answers instead of one per object.  If the batch fails, each
+ * answer is saved again in a transaction of its own, so one bad answer
+ * cannot take the others down.
+ */
+#define SAVE_BATCH 32
+
+static void
+flush_saves(Round *rd)
+{
+	if (rd->npending == 0)
+		return;
+	pgstat_report_activity(STATE_RUNNING, "saving fetched objects");
+	rd->batch = rd->pending;
+	rd->nbatch = rd->npending;
+	if (wi_step_run(rd->steps, save_xact, rd) != NULL)
+	{
+		for (int i = 0; i < rd->npending; i++)
+		{
+			Claim	   *c = rd->pending[i];
+			char	   *err;
+
+			rd->batch = &rd->pending[i];
+			rd->nbatch = 1;
+			err = wi_step_run(rd->steps, save_xact, rd);
+			if (err)
+			{
+				c->saved = false;
+				give_back(rd->steps, c->token, GIVE_RETRY, psprintf("save failed: %s", err), -1, 0);
+			}
+		}
+	}
+	for (int i = 0; i < rd->npending; i++)
+	{
+		Claim	   *c = rd->pending[i];
+
+		if (c->saved)
+			wi_outcome_count(c->save_result, 1);
+		/* free the body now: a round may hold many */
+		if (c->req.body.data)
+		{
+			pfree(c->req.body.data);
+			c->req.body.data = NULL;
+		}
+	}
+	rd->npending = 0;
+}
+
+/*
+ * Gate of a claim's request: not inside its source's Retry-After window
+ * (the claim is deferred to the window's end), not over the source's cap,
+ * and not after its lease ran out (another worker may own it by now).
+ */
+static WiHttpGate
+fetch_gate(WiHttpRequest *req, void *arg)
+{
+	Round	   *rd = (Round *) arg;
+	Claim	   *c = (Claim *) req->arg;
+	WiRate	   *r = wi_rate_for(c->source_id);
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (wi_steps_stopping(rd->steps))
+		return WI_HTTP_WAIT;
+	if (now < r->not_before)
+	{
+		give_back(rd->steps, c->token, GIVE_DEFER,
+				  "rate_limited: waiting for the source's Retry-After window",
+				  (r->not_before - now) / 1000000.0, 0);
+		c->handled = true;
+		return WI_HTTP_SKIP;
+	}
+	if (now >= c->expires_at)
+	{
+		give_back(rd->steps, c->token, GIVE_DEFER,
+				  "lease_expired: the claim's lease ran out before its fetch", 0, 0);
+		c->handled = true;
+		return WI_HTTP_SKIP;
+	}
+	if (r->inflight >= r->cap)
+		return WI_HTTP_WAIT;
+	r->inflight++;
+	pgstat_report_activity(STATE_RUNNING, "fetching");
+	return WI_HTTP_START;
+}
+
+/*
+ * One answer: queue it for saving, or map it to what DESIGN.md's error
+ * table says.  Never raises: every failure becomes a logged error and a
+ * retry.
+ */
+static void
+fetch_done(WiHttpRequest *req, void *arg)
+{
+	Round	   *rd = (Round *) arg;
+	Claim	   *c = (Claim *) req->arg;
+	WiRate	   *r = wi_rate_for(c->source_id);
+	long		status = req->status;
+
+	wi_rate_finished(r);
+	c->handled = true;
+	wi_stat_latency(req->elapsed_ms);
+
+	if ((status >= 200 && status < 300) || status == 404 || status == 410)
+	{
+		wi_stat_add(WI_STAT_FETCHED, 1);
+		wi_rate_succeeded(r);
+		/* saved with others in one transaction; the body is kept until then */
+		rd->pending[rd->npending++] = c;
+		if (rd->npending >= SAVE_BATCH)
+			flush_saves(rd);
+		return;
+	}
+	wi_stat_add(WI_STAT_FETCH_ERRORS, 1);
+	if (status == 429 || status == 503)
+	{
+		/* the source asked us to slow down: a window for all its objects */
+		double		wait = req->retry_after_s >= 0 ? (double) req->retry_after_s : -1;
+
+		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
+		wi_rate_slow_down(r, GetCurrentTimestamp() +
+						  (TimestampTz) ((wait >= 0 ? wait : 1.0) * USECS_PER_SEC));
+		give_back(rd->steps, c->token, GIVE_RETRY,
+				  psprintf("http %ld: the read API asked to retry later%s", status,
+						   wait >= 0 ? psprintf(" (Retry-After %.0f s)", wait) : ""), wait, 0);
+	}
+	else if (status == 401 || status == 403)
+		give_back(rd->steps, c->token, GIVE_AUTH, NULL, 0, (int) status);
+	else if (status == 0 || status >= 500)
+		give_back(rd->steps, c->token, GIVE_RETRY,
+				  status == 0 ? psprintf("transport: %s", req->error ? req->error : "failed")
+				  : psprintf("http %ld from the read API", status), -1, 0);
+	else
+		give_back(rd->steps, c->token, GIVE_QUARANTINE,
+				  psprintf("http %ld: unexpected answer from the read API", status), 0, 0);
+	/* free the body now: a round may hold many */
+	if (req->body.data)
+	{
+		pfree(req->body.data);
+		req->body.data = NULL;
+	}
+}
+
+/*
+ * Runs the fetches of a round.  Claims whose object has no read API are
+ * quarantined (fetch strategy) or quarantined as ambiguous ties; claims
+ * still unstarted at the end (SIGTERM) are deferred without an attempt.
+ */
+static void
+fetch_claims(Round *rd)
+{
+	WiHttpRequest **reqs;
+	int			n = 0;
+
+	if (wi_step_run(rd->steps, load_xact, rd) != NULL)
+	{
+		for (int i = 0; i < rd->nclaims; i++)
+			if (rd->claims[i].need_fetch)
+				give_back(rd->steps, rd->claims[i].token, GIVE_RETRY, "loading the source failed", -1, 0);
+		return;
+	}
+	reqs = palloc(sizeof(WiHttpRequest *) * Max(rd->nclaims, 1));
+	for (int i = 0; i < rd->nclaims; i++)
+	{
+		Claim	   *c = &rd->claims[i];
+
+		if (!c->need_fetch)
+			continue;
+		if (c->adapter == NULL)
+			give_back(rd->steps, c->token, GIVE_QUARANTINE,
+					  "no_read_api: the source has no read API for this object type", 0, 0);
+		else
+			reqs[n++] = &c->req;
+	}
+	if (n == 0)
+		return;
+	rd->pending = palloc(sizeof(Claim *) * SAVE_BATCH);
+	rd->npending = 0;
+	wi_http_run(rd->steps, reqs, n, wi_fetch_concurrency, fetch_gate, fetch_done, rd);
+	flush_saves(rd);
+	for (int i = 0; i < n; i++)
+	{
+		Claim	   *c = (Claim *) reqs[i]->arg;
+
+		if (!c->handled)
+		{
+			if (reqs[i]->started)
+				wi_rate_for(c->source_id)->inflight = 0;
+			give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unfinished", 0, 0);
+		}
+	}
+}
+
+bool
+wi_round_run(const WiSteps *steps)
+{
+	Round		rd;
+
+	memset(&rd, 0, sizeof(rd));
+	rd.steps = steps;
+	pgstat_report_activity(STATE_RUNNING, "claiming");
+	if (wi_step_run(steps, claim_xact, &rd) != NULL || rd.nclaims == 0)
+		return false;
+	wi_stat_add(WI_STAT_CLAIMED, rd.nclaims);
+	for (int i = 0; i < rd.nclaims; i++)
+		wi_stat_add(WI_STAT_EVENTS, rd.claims[i].nevents);
+
+	pgstat_report_activity(STATE_RUNNING, "saving");
+	if (wi_steps_stopping(steps))
+	{
+		for (int i = 0; i < rd.nclaims; i++)
+			give_back(steps, rd.claims[i].token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
+		return false;
+	}
+	if (local_work(&rd) > 0)
+		fetch_claims(&rd);
+	return rd.nclaims >= wi_batch_size;
+}
