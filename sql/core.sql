@@ -71,6 +71,7 @@ CREATE TABLE @extschema@.routes (
 	priority		integer NOT NULL DEFAULT 100,
 	version			integer NOT NULL DEFAULT 1,
 	preset			boolean NOT NULL DEFAULT false,
+	occurrence_kind	text,
 	CONSTRAINT routes_owner_check CHECK ((source_kind IS NULL) <> (source_id IS NULL)),
 	CONSTRAINT routes_unique UNIQUE NULLS NOT DISTINCT (source_kind, source_id, event_type),
 	CONSTRAINT routes_class_strategy_check CHECK (
@@ -81,10 +82,14 @@ CREATE TABLE @extschema@.routes (
 		OR (object_id_path IS NOT NULL AND (object_type IS NOT NULL OR object_type_path IS NOT NULL))),
 	CONSTRAINT routes_version_check CHECK (strategy <> 'version' OR version_path IS NOT NULL),
 	CONSTRAINT routes_machine_check CHECK (strategy <> 'machine'
-		OR (machine IS NOT NULL AND status_path IS NOT NULL))
+		OR (machine IS NOT NULL AND status_path IS NOT NULL)),
+	CONSTRAINT routes_occurrence_kind_check CHECK (occurrence_kind IS NULL
+		OR (class = 'state' AND occurrence_kind <> ''))
 );
 COMMENT ON TABLE @extschema@.routes IS
 	'Classification of events by (source kind or source, event-type pattern with * wildcards): class, strategy and where ids, version and status live. The most specific match wins: source over kind, then higher priority, then the longer pattern.';
+COMMENT ON COLUMN @extschema@.routes.occurrence_kind IS
+	'State routes only: the event''s object is also recorded once as an occurrence of this kind, with amount and currency (a refund: its status is followed and the refund is counted once).';
 COMMENT ON COLUMN @extschema@.routes.version IS
 	'Bumped on every change of the route, recorded on each event it decided, so replays after a mapping change are visible.';
 

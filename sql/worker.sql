@@ -62,6 +62,37 @@ COMMENT ON TABLE @extschema@.repairs IS
 -- Processing a claim
 ---------------------------------------------------------------------------
 
+CREATE FUNCTION @extschema@._event_occurrence(p_source_id integer, p_kind text, p_occurrence_id text,
+	p_payload jsonb, p_amount_path jsonpath, p_currency_path jsonpath, p_event_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	obj jsonb := coalesce(p_payload #> '{data,object}', p_payload);
+	amt bigint;
+	cur text;
+	n integer;
+BEGIN
+	IF p_amount_path IS NOT NULL THEN
+		amt := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, p_amount_path))::numeric::bigint;
+	END IF;
+	IF p_currency_path IS NOT NULL THEN
+		cur := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, p_currency_path));
+	END IF;
+	/* record_occurrence(), with the source already known */
+	INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
+										   first_event_id)
+	VALUES (p_source_id, p_kind, p_occurrence_id,
+			coalesce(amt, CASE WHEN jsonb_typeof(obj -> 'amount') = 'number'
+							   THEN (obj ->> 'amount')::numeric::bigint END),
+			coalesce(cur, obj ->> 'currency'), obj, p_event_id)
+	ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING;
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n = 1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._event_occurrence(integer, text, text, jsonb, jsonpath, jsonpath, bigint) IS
+	'Records an event''s object once as an occurrence (amount and currency from the route''s paths, else from the object); false if it was already recorded.';
+
 CREATE FUNCTION @extschema@._work_claim(p_token bigint)
 RETURNS TABLE (outcome text, events integer)
 LANGUAGE plpgsql AS $$
@@ -73,9 +104,6 @@ DECLARE
 	s webhook_inbox.sources;
 	e record;
 	res text;
-	amt bigint;
-	cur text;
-	n integer;
 	/* outcomes, written in one statement at the end */
 	fin_ids bigint[] := '{}';
 	fin_status text[] := '{}';
@@ -97,11 +125,18 @@ BEGIN
 	 */
 	FOR e IN SELECT i.id, i.strategy, i.object_type, i.object_id, i.provider_version, i.status_value,
 					i.payload, r.machine, coalesce(r.tombstone, false) AS tombstone,
-					r.amount_path, r.currency_path
+					r.amount_path, r.currency_path, r.occurrence_kind
 			   FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
 			  WHERE i.claim_token = p_token AND i.status = 'processing'
 			  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id
 	LOOP
+		/* a state route that also counts its object once (a refund) */
+		IF e.occurrence_kind IS NOT NULL AND e.strategy NOT IN ('occurrence', 'ignore', 'unordered') THEN
+			IF webhook_inbox._event_occurrence(l.source_id, e.occurrence_kind, e.object_id, e.payload,
+					e.amount_path, e.currency_path, e.id) THEN
+				occurrences := occurrences + 1;
+			END IF;
+		END IF;
 		IF e.strategy = 'fetch' THEN
 			need_fetch := true;
 		ELSIF e.strategy = 'ignore' THEN
@@ -114,26 +149,9 @@ BEGIN
 			quarantined := quarantined + 1;
 			unorderable := unorderable + 1;
 		ELSIF e.strategy = 'occurrence' THEN
-			amt := NULL;
-			cur := NULL;
-			IF e.amount_path IS NOT NULL THEN
-				amt := webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, e.amount_path))::numeric::bigint;
-			END IF;
-			IF e.currency_path IS NOT NULL THEN
-				cur := webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, e.currency_path));
-			END IF;
-			/* record_occurrence(), with the source already known */
-			INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
-												   first_event_id)
-			VALUES (l.source_id, e.object_type, e.object_id,
-					coalesce(amt, CASE WHEN jsonb_typeof(coalesce(e.payload #> '{data,object}', e.payload) -> 'amount') = 'number'
-									   THEN (coalesce(e.payload #> '{data,object}', e.payload) ->> 'amount')::numeric::bigint END),
-					coalesce(cur, coalesce(e.payload #> '{data,object}', e.payload) ->> 'currency'),
-					coalesce(e.payload #> '{data,object}', e.payload), e.id)
-			ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING;
-			GET DIAGNOSTICS n = ROW_COUNT;
 			fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
-			IF n = 1 THEN
+			IF webhook_inbox._event_occurrence(l.source_id, e.object_type, e.object_id, e.payload,
+					e.amount_path, e.currency_path, e.id) THEN
 				occurrences := occurrences + 1;
 				fin_reason := fin_reason || NULL::text;
 			ELSE

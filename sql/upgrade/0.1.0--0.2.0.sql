@@ -22,3 +22,10 @@
 -- The worker's local work reports outcomes as (outcome, events) rows
 -- instead of one column per counter.
 DROP FUNCTION @extschema@._work_claim(bigint);
+
+-- routes.occurrence_kind: a state route that also records its object once
+ALTER TABLE @extschema@.routes ADD COLUMN occurrence_kind text;
+ALTER TABLE @extschema@.routes ADD CONSTRAINT routes_occurrence_kind_check CHECK (occurrence_kind IS NULL
+	OR (class = 'state' AND occurrence_kind <> ''));
+COMMENT ON COLUMN @extschema@.routes.occurrence_kind IS
+	'State routes only: the event''s object is also recorded once as an occurrence of this kind, with amount and currency (a refund: its status is followed and the refund is counted once).';
