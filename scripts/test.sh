@@ -16,7 +16,7 @@ make -s all || exit 1
 make -s install >/dev/null || exit 1
 
 # The suites write into the tree and run as a non-root user: give them a copy.
-WORK="$(mktemp -d /tmp/webhook_inbox-test.XXXXXX)"
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-test.XXXXXX")"
 tar -C "$ROOT" --exclude=.git --exclude=.run --exclude=regress/out --exclude=regress/out_isolation \
 	--exclude=tmp_check -cf - . | tar -C "$WORK" -xf -
 chown -R "$RUN_USER" "$WORK"
