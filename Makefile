@@ -10,7 +10,8 @@ OBJS = $(EXT_SRCS:.c=.o)
 
 # The install script is assembled from one fragment per part of the schema.
 SQL_PARTS = sql/header.sql sql/core.sql $(sort $(wildcard sql/worker.sql)) \
-	$(sort $(wildcard sql/effects.sql)) sql/presets.sql sql/grants.sql
+	$(sort $(wildcard sql/effects.sql)) sql/presets.sql sql/grants.sql \
+	sql/search_path.sql
 DATA_built = sql/$(EXTENSION)--$(EXT_VERSION).sql
 DATA = $(filter-out $(DATA_built), $(wildcard sql/$(EXTENSION)--*--*.sql))
 

@@ -25,6 +25,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/tcopprot.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "provider.h"
@@ -100,6 +101,13 @@ wi_worker_main(Datum main_arg)
 	pqsignal(SIGTERM, handle_sigterm);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(wi_database, NULL, 0);
+
+	/*
+	 * The worker runs as a superuser: whatever search_path the database or
+	 * postgresql.conf gives, its own statements resolve names through
+	 * pg_catalog only, so nothing planted in public is ever called.
+	 */
+	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
 	wi_claim_scan_floor = true;
 	steps.holder = MemoryContextStrdup(TopMemoryContext, psprintf("bgworker:%d", MyProcPid));

@@ -433,16 +433,17 @@ CREATE TRIGGER sources_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 
 CREATE FUNCTION @extschema@._pattern_like(pattern text) RETURNS text
 LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
-	SELECT replace(replace(replace(replace(pattern, '\', '\\'), '%', '\%'), '_', '\_'), '*', '%')
+	/* no SET search_path (it is inlined): every name qualified */
+	SELECT pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pg_catalog.replace(pattern,
+		'\', '\\'), '%', '\%'), '_', '\_'), '*', '%')
 $$;
 COMMENT ON FUNCTION @extschema@._pattern_like(text) IS 'Turns a route pattern with * wildcards into a LIKE pattern.';
 
 CREATE FUNCTION @extschema@._scalar_text(v jsonb) RETURNS text
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-	SELECT CASE jsonb_typeof(v)
-		WHEN 'string' THEN v #>> '{}'
-		WHEN 'number' THEN v #>> '{}'
-		WHEN 'boolean' THEN v #>> '{}'
+	SELECT CASE
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) ANY ('{string,number,boolean}'::pg_catalog.text[])
+			THEN v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[]
 		ELSE NULL END
 $$;
 COMMENT ON FUNCTION @extschema@._scalar_text(jsonb) IS 'Text of a JSON scalar; NULL for null, objects and arrays.';
@@ -451,9 +452,13 @@ CREATE FUNCTION @extschema@._version_of(v jsonb) RETURNS numeric
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	/* numbers as they are; numeric strings; ISO timestamps as epoch seconds */
 	SELECT CASE
-		WHEN jsonb_typeof(v) = 'number' THEN (v #>> '{}')::numeric
-		WHEN jsonb_typeof(v) = 'string' AND (v #>> '{}') ~ '^-?[0-9]+(\.[0-9]+)?$' THEN (v #>> '{}')::numeric
-		WHEN jsonb_typeof(v) = 'string' THEN extract(epoch FROM (v #>> '{}')::timestamptz)
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number'
+			THEN (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.numeric
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'
+			AND (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[]) OPERATOR(pg_catalog.~) '^-?[0-9]+(\.[0-9]+)?$'
+			THEN (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.numeric
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'
+			THEN extract(epoch FROM (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.timestamptz)
 		ELSE NULL END
 $$;
 COMMENT ON FUNCTION @extschema@._version_of(jsonb) IS
@@ -462,9 +467,13 @@ COMMENT ON FUNCTION @extschema@._version_of(jsonb) IS
 CREATE FUNCTION @extschema@._time_of(v jsonb) RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT CASE
-		WHEN jsonb_typeof(v) = 'number' THEN to_timestamp((v #>> '{}')::double precision)
-		WHEN jsonb_typeof(v) = 'string' AND (v #>> '{}') ~ '^[0-9]+$' THEN to_timestamp((v #>> '{}')::double precision)
-		WHEN jsonb_typeof(v) = 'string' THEN (v #>> '{}')::timestamptz
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number'
+			THEN pg_catalog.to_timestamp((v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.float8)
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'
+			AND (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[]) OPERATOR(pg_catalog.~) '^[0-9]+$'
+			THEN pg_catalog.to_timestamp((v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.float8)
+		WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'
+			THEN (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.timestamptz
 		ELSE NULL END
 $$;
 COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch seconds or an ISO-8601 string.';
@@ -473,6 +482,8 @@ COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch secon
  * Classify one event: find the most specific route and evaluate its paths.
  * Called by intake() inside a subtransaction, so any error here (a version
  * that is not a number, say) quarantines the event instead of failing.
+ * No SET search_path (it runs once per delivery; see sql/search_path.sql):
+ * every function and operator is qualified.
  */
 CREATE FUNCTION @extschema@._classify(p_source_id integer, p_kind text, p_event_type text, p_payload jsonb,
 	OUT route_id integer, OUT route_version integer, OUT strategy text, OUT object_type text,
@@ -482,9 +493,9 @@ DECLARE
 	r webhook_inbox.routes;
 BEGIN
 	SELECT * INTO r FROM webhook_inbox.routes x
-	 WHERE (x.source_id = p_source_id OR x.source_kind = p_kind)
-	   AND p_event_type LIKE webhook_inbox._pattern_like(x.event_type)
-	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, length(x.event_type) DESC, x.id
+	 WHERE (x.source_id OPERATOR(pg_catalog.=) p_source_id OR x.source_kind OPERATOR(pg_catalog.=) p_kind)
+	   AND p_event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
+	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
 	 LIMIT 1;
 	IF NOT FOUND THEN
 		RETURN;
@@ -492,20 +503,20 @@ BEGIN
 	route_id := r.id;
 	route_version := r.version;
 	strategy := r.strategy;
-	IF r.class = 'ignore' THEN
+	IF r.class OPERATOR(pg_catalog.=) 'ignore' THEN
 		RETURN;
 	END IF;
-	object_type := coalesce(webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, r.object_type_path)),
+	object_type := coalesce(webhook_inbox._scalar_text(pg_catalog.jsonb_path_query_first(p_payload, r.object_type_path)),
 							r.object_type);
-	object_id := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, r.object_id_path));
+	object_id := webhook_inbox._scalar_text(pg_catalog.jsonb_path_query_first(p_payload, r.object_id_path));
 	IF r.version_path IS NOT NULL THEN
-		version := webhook_inbox._version_of(jsonb_path_query_first(p_payload, r.version_path));
+		version := webhook_inbox._version_of(pg_catalog.jsonb_path_query_first(p_payload, r.version_path));
 	END IF;
 	IF r.time_path IS NOT NULL THEN
-		provider_time := webhook_inbox._time_of(jsonb_path_query_first(p_payload, r.time_path));
+		provider_time := webhook_inbox._time_of(pg_catalog.jsonb_path_query_first(p_payload, r.time_path));
 	END IF;
 	IF r.status_path IS NOT NULL THEN
-		status_value := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, r.status_path));
+		status_value := webhook_inbox._scalar_text(pg_catalog.jsonb_path_query_first(p_payload, r.status_path));
 	END IF;
 	IF r.tombstone THEN
 		status_value := coalesce(status_value, 'deleted');

@@ -1,0 +1,38 @@
+---------------------------------------------------------------------------
+-- search_path: every function of the extension resolves names through
+-- pg_catalog and pg_temp only, whatever path its caller has (a function or
+-- operator planted in public by whoever can create there must never be
+-- called, CVE-2018-1058).  Set here, once, on everything in the schema, so a
+-- function added in any fragment is covered without a clause of its own.
+--
+-- Not pinned, because a SET clause would cost more than it guards:
+--   * procedures (run_effects commits between steps, and a procedure with
+--     a SET clause cannot);
+--   * the small SQL helpers the planner inlines into set-based statements
+--     (a SET clause forbids inlining) and _classify, run once per delivery
+--     inside intake() (a per-call SET there measured about 30 % of intake's
+--     throughput).
+-- Those are called only from pinned functions or the worker (whose session
+-- pins the same path), and their bodies qualify every function, operator
+-- and type with pg_catalog, so they resolve the same even when a superuser
+-- calls them directly with a hostile path.  regress/sql/09_search_path.sql
+-- lists every unpinned function: a new one fails that test.
+---------------------------------------------------------------------------
+
+DO $$
+DECLARE
+	f regprocedure;
+BEGIN
+	FOR f IN
+		SELECT p.oid::regprocedure
+		  FROM pg_catalog.pg_proc p
+		 WHERE p.pronamespace OPERATOR(pg_catalog.=) '@extschema@'::pg_catalog.regnamespace
+		   AND p.prokind OPERATOR(pg_catalog.<>) 'p'
+		   AND p.proconfig IS NULL
+		   AND NOT (p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_pattern_like', '_scalar_text', '_version_of',
+															'_time_of', '_classify']::pg_catalog.name[]))
+	LOOP
+		EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
+	END LOOP;
+END
+$$;
