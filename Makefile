@@ -3,7 +3,11 @@
 
 EXTENSION = webhook_inbox
 MODULE_big = webhook_inbox
-EXT_VERSION = 0.1.0
+
+# The release being built: the one place the version is written.  It goes
+# into the control file, META.json, the C code (EXTVERSION), the binaries'
+# --version, and is checked against debian/changelog.
+EXT_VERSION = 0.2.0
 
 EXT_SRCS = $(sort $(wildcard extension/*.c extension/adapters/*.c))
 OBJS = $(EXT_SRCS:.c=.o)
@@ -12,47 +16,82 @@ OBJS = $(EXT_SRCS:.c=.o)
 SQL_PARTS = sql/header.sql sql/core.sql $(sort $(wildcard sql/worker.sql)) \
 	$(sort $(wildcard sql/effects.sql)) sql/presets.sql sql/grants.sql \
 	sql/search_path.sql
-DATA_built = sql/$(EXTENSION)--$(EXT_VERSION).sql
-DATA = $(filter-out $(DATA_built), $(wildcard sql/$(EXTENSION)--*--*.sql))
+# Fragments re-run whole at the end of every upgrade script too: each of
+# their statements must be idempotent (sql/search_path.sql pins search_path
+# on every function, including those the upgrade re-created).
+SQL_RERUN = sql/search_path.sql
+# Each sql/upgrade/FROM--$(EXT_VERSION).sql (hand-written DDL) becomes the
+# upgrade script sql/$(EXTENSION)--FROM--$(EXT_VERSION).sql: that DDL, then
+# every function, view, comment and grant of the fragments re-created.
+UPGRADE_FROM = $(patsubst sql/upgrade/%--$(EXT_VERSION).sql,%,$(wildcard sql/upgrade/*--$(EXT_VERSION).sql))
+UPGRADE_SCRIPTS = $(foreach v,$(UPGRADE_FROM),sql/$(EXTENSION)--$(v)--$(EXT_VERSION).sql)
+DATA_built = sql/$(EXTENSION)--$(EXT_VERSION).sql $(UPGRADE_SCRIPTS)
+# Released install and upgrade scripts are tracked and never edited again.
+DATA = $(filter-out $(DATA_built), $(wildcard sql/$(EXTENSION)--*.sql))
 
-PG_CPPFLAGS = -I$(srcdir)/extension
+PG_CPPFLAGS = -I$(srcdir)/extension -DEXTVERSION='"$(EXT_VERSION)"'
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK = -lcurl
 
 # The three suites: pg_regress, isolation and TAP, each on a private server.
+# pg_regress creates the extension in its database (--load-extension), so the
+# same files also run on a database whose extension was upgraded
+# (regress/t/501_release_upgrade.pl).
 REGRESS = $(sort $(notdir $(basename $(wildcard regress/sql/*.sql))))
-REGRESS_OPTS = --inputdir=regress --outputdir=regress/out \
+REGRESS_OPTS = --inputdir=regress --outputdir=regress/out --load-extension=$(EXTENSION) \
 	--temp-instance=regress/out/tmp_regress --temp-config=regress/regress.conf
 ISOLATION = $(sort $(notdir $(basename $(wildcard regress/specs/*.spec))))
 ISOLATION_OPTS = --inputdir=regress --outputdir=regress/out_isolation \
 	--temp-instance=regress/out_isolation/tmp --temp-config=regress/regress.conf
 TAP_TESTS = 1
-PROVE_TESTS = $(sort $(wildcard regress/t/*.pl))
+PROVE_TESTS ?= $(sort $(wildcard regress/t/*.pl))
 PROVE_FLAGS = --timer
-EXTRA_CLEAN = regress/out regress/out_isolation tmp_check
+EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES)
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-# PGXS does not track headers: every object depends on all of ours.
-$(OBJS): $(wildcard extension/*.h)
+# PGXS does not track headers: every object depends on all of ours (and on
+# this file, which sets EXTVERSION).
+$(OBJS): $(wildcard extension/*.h) Makefile
 
 SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
+
+# The receiver and the simulator go on PATH, not into PostgreSQL's bindir:
+# $(PREFIX)/bin and their man pages under $(PREFIX)/share/man/man1.
+PREFIX ?= /usr/local
 
 sql/$(EXTENSION)--$(EXT_VERSION).sql: $(SQL_PARTS)
 	cat $^ > $@
 
-all: sql/$(EXTENSION)--$(EXT_VERSION).sql subdirs
-install: install-subdirs
+sql/$(EXTENSION)--%--$(EXT_VERSION).sql: sql/upgrade/%--$(EXT_VERSION).sql $(SQL_PARTS) scripts/upgrade-script.pl
+	perl scripts/upgrade-script.pl --extension $(EXTENSION) --to $(EXT_VERSION) \
+		$(addprefix --rerun ,$(SQL_RERUN)) $< $(filter-out $(SQL_RERUN),$(SQL_PARTS)) > $@.tmp
+	mv $@.tmp $@
+
+# Files that carry the version, generated from their templates.
+$(EXTENSION).control: $(EXTENSION).control.in Makefile
+	sed 's/@EXT_VERSION@/$(EXT_VERSION)/g' $< > $@
+META.json: META.json.in Makefile
+	sed 's/@EXT_VERSION@/$(EXT_VERSION)/g' $< > $@
+MAN_PAGES = man/webhook-receiver.1 man/webhook-sim.1
+man/%.1: man/%.1.in Makefile
+	sed 's/@EXT_VERSION@/$(EXT_VERSION)/g' $< > $@
+
+all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
+install: install-subdirs install-man
 clean: clean-subdirs
 
-.PHONY: subdirs install-subdirs clean-subdirs test run bench fuzz \
+.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz print-sql-parts \
 	installcheck-regress installcheck-isolation installcheck-tap
 subdirs:
-	@for d in $(SUBDIRS); do $(MAKE) -C $$d all || exit 1; done
+	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
 install-subdirs:
-	@for d in $(SUBDIRS); do $(MAKE) -C $$d install || exit 1; done
+	@for d in $(SUBDIRS); do $(MAKE) -C $$d install VERSION=$(EXT_VERSION) PREFIX='$(PREFIX)' || exit 1; done
+install-man: $(MAN_PAGES)
+	install -d '$(DESTDIR)$(PREFIX)/share/man/man1'
+	install -m 644 $(MAN_PAGES) '$(DESTDIR)$(PREFIX)/share/man/man1/'
 clean-subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d clean || exit 1; done
 
@@ -63,6 +102,10 @@ installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 installcheck-tap:
 	$(prove_installcheck)
+
+# For the tests: the fragments, in order.
+print-sql-parts:
+	@echo $(SQL_PARTS)
 
 # The README's two commands.
 test:

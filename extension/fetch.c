@@ -34,7 +34,7 @@ wi_curl_defaults(void *handle)
 	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long) wi_http_timeout_ms);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long) Min(wi_http_timeout_ms, 5000));
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "webhook_inbox/0.1.0");
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "webhook_inbox/" EXTVERSION);
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -365,7 +365,8 @@ rcv_config_usage(FILE *out)
 		fprintf(out, "  %-25s %s\n", flag, settings[i].help);
 	}
 	fprintf(out,
-			"  --help                    show this help and exit\n\n"
+			"  --help                    show this help and exit\n"
+			"  --version                 show the version and exit\n\n"
 			"Signals: SIGHUP reloads sources; SIGTERM/SIGINT drain and exit.\n"
 			"See docs/receiver.md for routes, status codes and metrics.\n");
 }
@@ -401,6 +402,11 @@ rcv_config_load(rcv_config *cfg, int argc, char **argv)
 		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
 		{
 			rcv_config_usage(stdout);
+			return 1;
+		}
+		if (strcmp(argv[i], "--version") == 0)
+		{
+			printf("webhook-receiver %s\n", RCV_VERSION);
 			return 1;
 		}
 		if (strncmp(argv[i], "--config", 8) == 0 &&

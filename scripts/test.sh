@@ -12,13 +12,17 @@ ROOT="$(pwd)"
 scripts/deps.sh || exit 1
 . scripts/common.sh
 
-make -s all || exit 1
-make -s install >/dev/null || exit 1
-
 # The suites write into the tree and run as a non-root user: give them a copy.
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-test.XXXXXX")"
+
+# The extension goes into PostgreSQL (pg_config's); the receiver, the
+# simulator and their man pages into a private prefix, checked by
+# regress/t/502_release_files.pl (the tests run the binaries of the tree).
+make -s all || exit 1
+make -s install PREFIX="$WORK/prefix" >/dev/null || exit 1
+export WI_PREFIX="$WORK/prefix"
 tar -C "$ROOT" --exclude=.git --exclude=.run --exclude=regress/out --exclude=regress/out_isolation \
-	--exclude=tmp_check -cf - . | tar -C "$WORK" -xf -
+	--exclude=tmp_check --exclude=./debian/tmp -cf - . | tar -C "$WORK" -xf -
 chown -R "$RUN_USER" "$WORK"
 chmod 755 "$WORK"
 

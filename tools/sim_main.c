@@ -68,7 +68,7 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--version") == 0)
 	{
-		puts("webhook-sim 0.1.0");
+		printf("webhook-sim %s\n", SIM_VERSION);
 		return 0;
 	}
 	if (strcmp(argv[1], "serve") == 0)

@@ -1,5 +1,4 @@
 -- Sources: creation, validation, rotation, and who may read secrets.
-CREATE EXTENSION webhook_inbox;
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 SET client_min_messages = warning;

@@ -6,6 +6,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib 'regress/t';
+use ReleaseTest ();
 
 my $node = PostgreSQL::Test::Cluster->new('preload');
 $node->init;
@@ -20,7 +22,7 @@ is($node->safe_psql('postgres', "SHOW shared_preload_libraries"), 'webhook_inbox
 $node->safe_psql('postgres', 'CREATE EXTENSION webhook_inbox');
 is($node->safe_psql('postgres',
 		"SELECT extversion FROM pg_extension WHERE extname = 'webhook_inbox'"),
-	'0.1.0', 'extension created');
+	ReleaseTest::ext_version(), 'extension created at the release being built');
 
 # the GUCs exist with their defaults, units and bounds
 is($node->safe_psql('postgres', "SHOW webhook_inbox.lease"), '30s', 'lease GUC has a unit');

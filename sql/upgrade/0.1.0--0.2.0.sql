@@ -30,7 +30,7 @@ ALTER TABLE @extschema@.routes ADD CONSTRAINT routes_occurrence_kind_check CHECK
 COMMENT ON COLUMN @extschema@.routes.occurrence_kind IS
 	'State routes only: the event''s object is also recorded once as an occurrence of this kind, with amount and currency (a refund: its status is followed and the refund is counted once).';
 
--- Note for the assembly: sql/search_path.sql (the DO block that pins
--- search_path on every function) must run at the very end of the upgrade
--- script too, after the functions are re-created (CREATE OR REPLACE
--- FUNCTION without a SET clause clears it), as it does in the install script.
+-- sql/search_path.sql (the DO block that pins search_path on every
+-- function) runs at the very end of the upgrade script too, after the
+-- functions are re-created (CREATE OR REPLACE FUNCTION without a SET clause
+-- clears it): the Makefile lists it in SQL_RERUN.
