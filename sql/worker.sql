@@ -62,196 +62,282 @@ COMMENT ON TABLE @extschema@.repairs IS
 -- Processing a claim
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._event_occurrence(p_source_id integer, p_kind text, p_occurrence_id text,
-	p_payload jsonb, p_amount_path jsonpath, p_currency_path jsonpath, p_event_id bigint)
-RETURNS boolean
-LANGUAGE plpgsql AS $$
-DECLARE
-	obj jsonb := coalesce(p_payload #> '{data,object}', p_payload);
-	amt bigint;
-	cur text;
-	n integer;
-BEGIN
-	IF p_amount_path IS NOT NULL THEN
-		amt := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, p_amount_path))::numeric::bigint;
-	END IF;
-	IF p_currency_path IS NOT NULL THEN
-		cur := webhook_inbox._scalar_text(jsonb_path_query_first(p_payload, p_currency_path));
-	END IF;
-	/* record_occurrence(), with the source already known */
-	INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
-										   first_event_id)
-	VALUES (p_source_id, p_kind, p_occurrence_id,
-			coalesce(amt, CASE WHEN jsonb_typeof(obj -> 'amount') = 'number'
-							   THEN (obj ->> 'amount')::numeric::bigint END),
-			coalesce(cur, obj ->> 'currency'), obj, p_event_id)
-	ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING;
-	GET DIAGNOSTICS n = ROW_COUNT;
-	RETURN n = 1;
-END
-$$;
-COMMENT ON FUNCTION @extschema@._event_occurrence(integer, text, text, jsonb, jsonpath, jsonpath, bigint) IS
-	'Records an event''s object once as an occurrence (amount and currency from the route''s paths, else from the object); false if it was already recorded.';
-
-CREATE FUNCTION @extschema@._work_claim(p_token bigint)
-RETURNS TABLE (outcome text, events integer)
-LANGUAGE plpgsql AS $$
-DECLARE
-	saved integer; duplicates integer; stale integer; ties integer; backward integer;
-	occurrences integer; ignored integer; quarantined integer; unorderable integer;
-	fenced boolean; need_fetch boolean;
-	l webhook_inbox.object_leases;
-	s webhook_inbox.sources;
-	e record;
-	res text;
-	/* outcomes, written in one statement at the end */
-	fin_ids bigint[] := '{}';
-	fin_status text[] := '{}';
-	fin_reason text[] := '{}';
-BEGIN
-	saved := 0; duplicates := 0; stale := 0; ties := 0; backward := 0; occurrences := 0;
-	ignored := 0; quarantined := 0; unorderable := 0; fenced := false; need_fetch := false;
-	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
-	IF NOT FOUND THEN
-		RETURN QUERY SELECT 'fenced', 1;
-		RETURN;
-	END IF;
-	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = l.source_id;
-
-	/*
-	 * Provider order first (version, then provider time), arrival order last:
-	 * a coalesced burst is applied the way it happened, whatever order the
-	 * network delivered it in.
-	 */
-	FOR e IN SELECT i.id, i.strategy, i.object_type, i.object_id, i.provider_version, i.status_value,
-					i.payload, r.machine, coalesce(r.tombstone, false) AS tombstone,
-					r.amount_path, r.currency_path, r.occurrence_kind
-			   FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
-			  WHERE i.claim_token = p_token AND i.status = 'processing'
-			  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id
-	LOOP
-		/* a state route that also counts its object once (a refund) */
-		IF e.occurrence_kind IS NOT NULL AND e.strategy NOT IN ('occurrence', 'ignore', 'unordered') THEN
-			IF webhook_inbox._event_occurrence(l.source_id, e.occurrence_kind, e.object_id, e.payload,
-					e.amount_path, e.currency_path, e.id) THEN
-				occurrences := occurrences + 1;
-			END IF;
-		END IF;
-		IF e.strategy = 'fetch' THEN
-			need_fetch := true;
-		ELSIF e.strategy = 'ignore' THEN
-			fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
-			fin_reason := fin_reason || 'route: ignore'::text;
-			ignored := ignored + 1;
-		ELSIF e.strategy = 'unordered' THEN
-			fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
-			fin_reason := fin_reason || 'unorderable: the route has no version, no read API and no state machine'::text;
-			quarantined := quarantined + 1;
-			unorderable := unorderable + 1;
-		ELSIF e.strategy = 'occurrence' THEN
-			fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
-			IF webhook_inbox._event_occurrence(l.source_id, e.object_type, e.object_id, e.payload,
-					e.amount_path, e.currency_path, e.id) THEN
-				occurrences := occurrences + 1;
-				fin_reason := fin_reason || NULL::text;
-			ELSE
-				duplicates := duplicates + 1;
-				fin_reason := fin_reason || 'duplicate: occurrence already recorded'::text;
-			END IF;
-		ELSIF e.strategy = 'machine' THEN
-			IF e.machine IS NULL OR e.status_value IS NULL THEN
-				fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
-				fin_reason := fin_reason || 'missing_status: the event carries no status for its machine'::text;
-				quarantined := quarantined + 1;
-				CONTINUE;
-			END IF;
-			res := webhook_inbox.apply_transition(s.name, e.object_type, e.object_id, e.machine, e.status_value,
-				e.id, p_token, coalesce(e.payload #> '{data,object}', e.payload));
-			IF res = 'fenced' THEN
-				fenced := true;
-				EXIT;
-			ELSIF res = 'backward' THEN
-				backward := backward + 1;
-				fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
-				fin_reason := fin_reason || format('backward: %s is not reachable from the current status', e.status_value);
-			ELSE
-				IF res = 'applied' THEN saved := saved + 1; ELSE duplicates := duplicates + 1; END IF;
-				fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
-				fin_reason := fin_reason || NULL::text;
-			END IF;
-		ELSIF e.strategy = 'version' THEN
-			res := webhook_inbox.upsert_object(s.name, e.object_type, e.object_id, e.provider_version,
-				CASE WHEN e.tombstone THEN NULL ELSE e.status_value END,
-				CASE WHEN e.tombstone THEN NULL ELSE e.payload END,
-				p_token, e.tombstone, 'event ' || e.id, e.id);
-			IF res = 'fenced' THEN
-				fenced := true;
-				EXIT;
-			ELSIF res = 'tie' THEN
-				ties := ties + 1;
-				IF s.api_base IS NOT NULL THEN
-					/* equal version, different content: only the present can tell */
-					need_fetch := true;
-				ELSE
-					fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
-					fin_reason := fin_reason || 'ambiguous_tie: equal version with different content and no read API'::text;
-					quarantined := quarantined + 1;
-				END IF;
-			ELSIF res = 'stale' THEN
-				stale := stale + 1;
-				fin_ids := fin_ids || e.id; fin_status := fin_status || 'ignored'::text;
-				fin_reason := fin_reason || 'stale: a newer version is stored'::text;
-			ELSE
-				IF res = 'applied' THEN saved := saved + 1; ELSE duplicates := duplicates + 1; END IF;
-				fin_ids := fin_ids || e.id; fin_status := fin_status || 'done'::text;
-				fin_reason := fin_reason || NULL::text;
-			END IF;
-		ELSE
-			fin_ids := fin_ids || e.id; fin_status := fin_status || 'quarantined'::text;
-			fin_reason := fin_reason || format('no_strategy: unknown strategy %s', e.strategy);
-			quarantined := quarantined + 1;
-		END IF;
-	END LOOP;
-
-	/*
-	 * What complete() and quarantine() do, for all the claim's decided
-	 * events in one statement: the lease is ours (locked above).
-	 */
-	/* fenced: the object was taken over, nothing of this claim is ours to finish */
-	IF NOT fenced AND cardinality(fin_ids) > 0 THEN
-		UPDATE webhook_inbox.inbox i
-		   SET status = d.st, reason = d.re, updated_at = now(),
-			   processed_at = CASE WHEN d.st = 'quarantined' THEN i.processed_at ELSE now() END,
-			   decided_route = i.route_id, decided_route_version = i.route_version
-		  FROM unnest(fin_ids, fin_status, fin_reason) AS d(id, st, re)
-		 WHERE i.id = d.id AND i.claim_token = p_token AND i.status = 'processing';
-		PERFORM webhook_inbox._release(l);
-	END IF;
-	RETURN QUERY
-	SELECT x.o, x.c FROM (VALUES ('applied', saved), ('duplicate', duplicates), ('stale', stale),
-			('tie', ties), ('backward', backward), ('recorded', occurrences), ('ignored', ignored),
-			('quarantined', quarantined), ('unorderable', unorderable),
-			('fenced', CASE WHEN fenced THEN 1 ELSE 0 END),
-			('need_fetch', CASE WHEN need_fetch AND NOT fenced THEN 1 ELSE 0 END)) AS x(o, c)
-	 WHERE x.c > 0;
-END
-$$;
-COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
-	'Processes a claim''s events that need no provider request (version, machine, occurrence, unordered, ignore) in provider order; returns how many events had each outcome (names as in extension/outcome.c), need_fetch when only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
-
 CREATE FUNCTION @extschema@._work_round(p_tokens bigint[])
 RETURNS TABLE (token bigint, outcome text, events integer)
 LANGUAGE plpgsql AS $$
 DECLARE
-	t bigint;
+	live bigint[];				/* claims still ours, their leases locked */
+	fenced bigint[] := '{}';	/* claims taken over: nothing of theirs is finished */
+	/* decided events: finished in one statement at the end */
+	d_id bigint[] := '{}';
+	d_token bigint[] := '{}';
+	d_status text[] := '{}';
+	d_reason text[] := '{}';
+	d_outcome text[] := '{}';
+	/* outcomes counted besides the decisions: ties a fetch decides, occurrence kinds */
+	x_token bigint[] := '{}';
+	x_outcome text[] := '{}';
+	bad record;
+	v record;
+	res text;
 BEGIN
-	FOREACH t IN ARRAY p_tokens LOOP
-		RETURN QUERY SELECT t, w.outcome, w.events FROM webhook_inbox._work_claim(t) w;
+	/*
+	 * The claims' leases, locked in token order (no deadlock between
+	 * workers), and the fence check of each object: a claim that was taken
+	 * over is reported fenced and left to its new holder.
+	 */
+	SELECT coalesce(array_agg(l.token) FILTER (WHERE NOT webhook_inbox._fenced(l.source_id, l.object_type,
+				l.object_id, l.token)), '{}'),
+		   coalesce(array_agg(l.token) FILTER (WHERE webhook_inbox._fenced(l.source_id, l.object_type,
+				l.object_id, l.token)), '{}')
+	  INTO live, fenced
+	  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
+			 ORDER BY x.token FOR UPDATE) l;
+	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
+							   WHERE t <> ALL (live) AND t <> ALL (fenced));
+
+	/*
+	 * Events decided by their route alone, and machine events that cannot
+	 * be applied: one statement.
+	 */
+	SELECT d_id || coalesce(array_agg(i.id), '{}'), d_token || coalesce(array_agg(i.claim_token), '{}'),
+		   d_status || coalesce(array_agg(CASE WHEN i.strategy = 'ignore' THEN 'ignored' ELSE 'quarantined' END), '{}'),
+		   d_reason || coalesce(array_agg(CASE i.strategy
+				WHEN 'ignore' THEN 'route: ignore'
+				WHEN 'unordered' THEN 'unorderable: the route has no version, no read API and no state machine'
+				WHEN 'machine' THEN 'missing_status: the event carries no status for its machine'
+				ELSE format('no_strategy: unknown strategy %s', i.strategy) END), '{}'),
+		   d_outcome || coalesce(array_agg(CASE i.strategy WHEN 'ignore' THEN 'ignored'
+				WHEN 'unordered' THEN 'unorderable' END), '{}')
+	  INTO d_id, d_token, d_status, d_reason, d_outcome
+	  FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
+	   AND (i.strategy NOT IN ('fetch', 'version', 'machine', 'occurrence')
+			OR (i.strategy = 'machine' AND (r.machine IS NULL OR i.status_value IS NULL)));
+
+	/* fetch events: only the provider's present decides them */
+	SELECT x_token || coalesce(array_agg(DISTINCT i.claim_token), '{}'),
+		   x_outcome || coalesce(array_agg('need_fetch'::text), '{}')
+	  INTO x_token, x_outcome
+	  FROM (SELECT DISTINCT ON (i.claim_token) i.claim_token FROM webhook_inbox.inbox i
+			 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'fetch') i;
+
+	/*
+	 * Occurrences: insert-once, one statement.  An occurrence event records
+	 * its object as an occurrence of its object type; a state event whose
+	 * route names an occurrence_kind records its object as one of that kind
+	 * too, and is then decided by its own strategy below.  A claim covers
+	 * one object, so the events of one kind in it carry the same occurrence:
+	 * the first in provider order records it, the others are duplicates.
+	 */
+	WITH ev AS (
+		SELECT i.id, i.claim_token, i.source_id, i.object_id, i.strategy = 'occurrence' AS decide,
+			   CASE WHEN i.strategy = 'occurrence' THEN i.object_type ELSE r.occurrence_kind END AS kind,
+			   coalesce(i.payload #> '{data,object}', i.payload) AS obj,
+			   CASE WHEN r.amount_path IS NOT NULL THEN webhook_inbox._scalar_text(
+					jsonb_path_query_first(i.payload, r.amount_path))::numeric::bigint END AS amt,
+			   CASE WHEN r.currency_path IS NOT NULL THEN webhook_inbox._scalar_text(
+					jsonb_path_query_first(i.payload, r.currency_path)) END AS cur,
+			   i.provider_version, i.provider_time
+		  FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+		 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
+		   AND (i.strategy = 'occurrence'
+				OR (r.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')))),
+	ranked AS (
+		SELECT e.*, row_number() OVER (PARTITION BY e.claim_token, e.kind
+									   ORDER BY e.provider_version NULLS LAST, e.provider_time NULLS LAST,
+												e.id) AS rn
+		  FROM ev e),
+	ins AS (
+		INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
+											   first_event_id)
+		SELECT e.source_id, e.kind, e.object_id,
+			   coalesce(e.amt, CASE WHEN jsonb_typeof(e.obj -> 'amount') = 'number'
+									THEN (e.obj ->> 'amount')::numeric::bigint END),
+			   coalesce(e.cur, e.obj ->> 'currency'), e.obj, e.id
+		  FROM ranked e WHERE e.rn = 1
+		 ORDER BY e.source_id, e.kind, e.object_id
+		ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING
+		RETURNING first_event_id, kind)
+	SELECT d_id || coalesce(array_agg(e.id) FILTER (WHERE e.decide), '{}'),
+		   d_token || coalesce(array_agg(e.claim_token) FILTER (WHERE e.decide), '{}'),
+		   d_status || coalesce(array_agg('done'::text) FILTER (WHERE e.decide), '{}'),
+		   d_reason || coalesce(array_agg(CASE WHEN n.first_event_id IS NULL
+				THEN 'duplicate: occurrence already recorded' END) FILTER (WHERE e.decide), '{}'),
+		   d_outcome || coalesce(array_agg(CASE WHEN n.first_event_id IS NULL THEN 'duplicate'
+				ELSE 'recorded' END) FILTER (WHERE e.decide), '{}'),
+		   x_token || coalesce(array_agg(e.claim_token) FILTER (WHERE NOT e.decide
+				AND n.first_event_id IS NOT NULL), '{}'),
+		   x_outcome || coalesce(array_agg('recorded'::text) FILTER (WHERE NOT e.decide
+				AND n.first_event_id IS NOT NULL), '{}')
+	  INTO d_id, d_token, d_status, d_reason, d_outcome, x_token, x_outcome
+	  FROM ranked e LEFT JOIN ins n ON n.first_event_id = e.id AND n.kind = e.kind;
+
+	/*
+	 * Machines.  Each event's outcome depends on the status the one before
+	 * it left, so the events of each object are walked in provider order,
+	 * all objects at once, by one recursive statement; then the mirror, the
+	 * transitions (applied and backward, recorded once each) and the
+	 * decisions are written in one more.  The same checks as
+	 * apply_transition(), whose rules this is.
+	 */
+	SELECT r.machine, i.object_id, i.status_value INTO bad
+	  FROM webhook_inbox.inbox i JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine'
+	   AND i.status_value IS NOT NULL
+	   AND (i.object_id = '' OR i.status_value = ''
+			OR NOT EXISTS (SELECT 1 FROM webhook_inbox.machines m WHERE m.machine = r.machine))
+	 LIMIT 1;
+	IF FOUND THEN
+		IF bad.object_id = '' OR bad.status_value = '' THEN
+			RAISE EXCEPTION 'object_type, object_id, machine and new_status must not be empty'
+				USING ERRCODE = 'null_value_not_allowed';
+		END IF;
+		RAISE EXCEPTION 'machine "%" does not exist', bad.machine
+			USING ERRCODE = 'undefined_object', HINT = 'Insert its edges into webhook_inbox.machines.';
+	END IF;
+	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status)
+	SELECT DISTINCT i.source_id, i.object_type, i.object_id, 'unknown'
+	  FROM webhook_inbox.inbox i JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine'
+	   AND r.machine IS NOT NULL AND i.status_value IS NOT NULL
+	 ORDER BY 1, 2, 3
+	ON CONFLICT DO NOTHING;
+	PERFORM 1 FROM webhook_inbox.objects o
+	 WHERE (o.source_id, o.object_type, o.object_id) IN (
+			SELECT i.source_id, i.object_type, i.object_id FROM webhook_inbox.inbox i
+			 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine')
+	 ORDER BY o.source_id, o.object_type, o.object_id
+	   FOR UPDATE OF o;
+	WITH RECURSIVE ev AS (
+		SELECT i.id, i.claim_token, i.source_id, i.object_type, i.object_id, i.status_value AS st, r.machine,
+			   coalesce(i.payload #> '{data,object}', i.payload) AS state,
+			   row_number() OVER (PARTITION BY i.claim_token
+								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
+		  FROM webhook_inbox.inbox i JOIN webhook_inbox.routes r ON r.id = i.route_id
+		 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine'
+		   AND r.machine IS NOT NULL AND i.status_value IS NOT NULL),
+	walk AS (
+		SELECT e.*, p.cur AS from_status,
+			   CASE WHEN e.st = p.cur THEN 'duplicate'
+					WHEN webhook_inbox.transition_allowed(e.machine, p.cur, e.st) THEN 'applied'
+					ELSE 'backward' END AS res
+		  FROM ev e
+		  JOIN webhook_inbox.objects o
+			ON o.source_id = e.source_id AND o.object_type = e.object_type AND o.object_id = e.object_id
+		 CROSS JOIN LATERAL (SELECT coalesce(o.status, 'unknown') AS cur) p
+		 WHERE e.rn = 1
+		UNION ALL
+		SELECT e.*, p.cur,
+			   CASE WHEN e.st = p.cur THEN 'duplicate'
+					WHEN webhook_inbox.transition_allowed(e.machine, p.cur, e.st) THEN 'applied'
+					ELSE 'backward' END
+		  FROM walk w
+		  JOIN ev e ON e.claim_token = w.claim_token AND e.rn = w.rn + 1
+		 CROSS JOIN LATERAL (SELECT CASE WHEN w.res = 'applied' THEN w.st ELSE w.from_status END AS cur) p),
+	last AS (
+		SELECT DISTINCT ON (w.claim_token) w.*
+		  FROM walk w WHERE w.res = 'applied' ORDER BY w.claim_token, w.rn DESC),
+	upd AS (
+		UPDATE webhook_inbox.objects x
+		   SET status = f.st, state = coalesce(f.state, x.state), last_event_id = f.id,
+			   fence_token = greatest(x.fence_token, f.claim_token), deleted = false, updated_at = now()
+		  FROM last f
+		 WHERE x.source_id = f.source_id AND x.object_type = f.object_type AND x.object_id = f.object_id),
+	tr AS (
+		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, machine, from_status,
+											   to_status, applied, reason, cause, event_id)
+		SELECT w.source_id, w.object_type, w.object_id, w.machine, w.from_status, w.st, w.res = 'applied',
+			   CASE WHEN w.res = 'backward'
+					THEN format('backward: %s is not reachable from %s', w.st, w.from_status) END,
+			   'event ' || w.id, w.id
+		  FROM walk w WHERE w.res IN ('applied', 'backward')
+		 ORDER BY w.claim_token, w.rn)
+	SELECT d_id || coalesce(array_agg(w.id), '{}'), d_token || coalesce(array_agg(w.claim_token), '{}'),
+		   d_status || coalesce(array_agg(CASE WHEN w.res = 'backward' THEN 'ignored' ELSE 'done' END), '{}'),
+		   d_reason || coalesce(array_agg(CASE WHEN w.res = 'backward'
+				THEN format('backward: %s is not reachable from the current status', w.st) END), '{}'),
+		   d_outcome || coalesce(array_agg(w.res), '{}')
+	  INTO d_id, d_token, d_status, d_reason, d_outcome
+	  FROM walk w;
+
+	/*
+	 * Versions, per event in provider order through upsert_object() (the
+	 * tie rule and the fence live there): each save's outcome depends on the
+	 * one before it for the same object.
+	 */
+	FOR v IN SELECT i.id, i.claim_token, i.object_type, i.object_id, i.provider_version, i.status_value,
+					i.payload, coalesce(r.tombstone, false) AS tombstone, s.name AS source_name,
+					s.api_base IS NOT NULL AS readable
+			   FROM webhook_inbox.inbox i
+			   JOIN webhook_inbox.sources s ON s.id = i.source_id
+			   LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+			  WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'version'
+			  ORDER BY i.claim_token, i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id
+	LOOP
+		CONTINUE WHEN v.claim_token = ANY (fenced);
+		res := webhook_inbox.upsert_object(v.source_name, v.object_type, v.object_id, v.provider_version,
+			CASE WHEN v.tombstone THEN NULL ELSE v.status_value END,
+			CASE WHEN v.tombstone THEN NULL ELSE v.payload END,
+			v.claim_token, v.tombstone, 'event ' || v.id, v.id);
+		IF res = 'fenced' THEN
+			fenced := fenced || v.claim_token;
+		ELSIF res = 'tie' AND v.readable THEN
+			/* equal version, different content: only the present can tell */
+			x_token := x_token || v.claim_token || v.claim_token;
+			x_outcome := x_outcome || 'tie'::text || 'need_fetch'::text;
+		ELSE
+			d_id := d_id || v.id;
+			d_token := d_token || v.claim_token;
+			d_status := d_status || CASE res WHEN 'tie' THEN 'quarantined' WHEN 'stale' THEN 'ignored'
+				ELSE 'done' END;
+			d_reason := d_reason || CASE res
+				WHEN 'tie' THEN 'ambiguous_tie: equal version with different content and no read API'
+				WHEN 'stale' THEN 'stale: a newer version is stored' END;
+			d_outcome := d_outcome || res;
+		END IF;
 	END LOOP;
+
+	/*
+	 * What complete() and quarantine() do, for every decided event of the
+	 * round in one statement (the leases are ours, locked above), and the
+	 * claims left with nothing processing end.
+	 */
+	UPDATE webhook_inbox.inbox i
+	   SET status = d.st, reason = d.re, updated_at = now(),
+		   processed_at = CASE WHEN d.st = 'quarantined' THEN i.processed_at ELSE now() END,
+		   decided_route = i.route_id, decided_route_version = i.route_version
+	  FROM unnest(d_id, d_token, d_status, d_reason) AS d(id, tok, st, re)
+	 WHERE i.id = d.id AND i.claim_token = d.tok AND i.status = 'processing' AND d.tok <> ALL (fenced);
+	DELETE FROM webhook_inbox.object_leases x
+	 WHERE x.token = ANY (ARRAY(SELECT DISTINCT t FROM unnest(d_token) t WHERE t <> ALL (fenced)))
+	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox i
+						WHERE i.claim_token = x.token AND i.status = 'processing');
+
+	RETURN QUERY
+	SELECT c.tok, c.o, count(*)::integer
+	  FROM (SELECT d.tok, d.o FROM unnest(d_token, d_outcome) AS d(tok, o)
+			 WHERE d.o IS NOT NULL AND d.tok <> ALL (fenced)
+			UNION ALL
+			SELECT d.tok, 'quarantined' FROM unnest(d_token, d_status) AS d(tok, st)
+			 WHERE d.st = 'quarantined' AND d.tok <> ALL (fenced)
+			UNION ALL
+			SELECT x.tok, x.o FROM unnest(x_token, x_outcome) AS x(tok, o) WHERE x.tok <> ALL (fenced)
+			UNION ALL
+			SELECT f, 'fenced' FROM unnest(fenced) f) c
+	 GROUP BY 1, 2;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._work_round(bigint[]) IS
-	'The local work of all the claims of a round: rows of (claim token, outcome, events).';
+	'The local work of all the claims of a round (version, machine, occurrence, unordered, ignore), set-based: occurrences, machine walks and their transitions, and the finishing of every decided event are one statement each for the whole round; versions go per event through upsert_object(). Returns (claim token, outcome, events) rows, outcome names as in extension/outcome.c; need_fetch marks a claim only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
+
+CREATE FUNCTION @extschema@._work_claim(p_token bigint)
+RETURNS TABLE (outcome text, events integer)
+LANGUAGE sql AS $$
+	SELECT w.outcome, w.events FROM webhook_inbox._work_round(ARRAY[p_token]) w
+$$;
+COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
+	'The local work of one claim (what _work_round() does for a round), for workers of your own on the claim API.';
 
 CREATE FUNCTION @extschema@._save_present(p_token bigint, p_object jsonb, p_deleted boolean,
 	p_status_path jsonpath, p_version_path jsonpath, p_cause text)
