@@ -20,6 +20,7 @@ int			wi_lease_ms = 30000;
 int			wi_http_timeout_ms = 10000;
 int			wi_max_attempts = 8;
 int			wi_sweep_interval_s = 300;
+int			wi_full_sweep_interval_s = 86400;
 int			wi_sweep_overlap_s = 60;
 int			wi_naptime_ms = 1000;
 int			wi_fetch_delay_ms = 1000;
@@ -63,8 +64,12 @@ wi_guc_init(bool preloading)
 							NULL, &wi_max_attempts, 8, 1, 1000,
 							PGC_SUSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.sweep_interval",
-							"Time between reconciliation sweeps of one source and object type (0 disables).",
+							"Time between incremental reconciliation sweeps of one source and object type (0 disables).",
 							NULL, &wi_sweep_interval_s, 300, 0, 7 * 86400,
+							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.full_sweep_interval",
+							"Time between full reconciliation sweeps (every object, and the mirror's objects the provider no longer has) of one source and object type (0 disables).",
+							NULL, &wi_full_sweep_interval_s, 86400, 0, 30 * 86400,
 							PGC_SIGHUP, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.sweep_overlap",
 							"How far before its checkpoint a sweep starts listing, for clock skew and late writes.",

@@ -38,6 +38,7 @@ typedef struct WiSource
 	char	   *version_path;
 	char	   *types;			/* comma-separated types with a read API */
 	char	   *repo;			/* github: owner/name */
+	char	   *api_version;	/* shopify: Admin API version, NULL: the default */
 } WiSource;
 
 /*
@@ -55,6 +56,9 @@ typedef struct WiTypeMap
 	bool		occurrence;		/* insert-once fact, not a mirrored object */
 } WiTypeMap;
 
+/* A list request lists every object of the type (the full layer). */
+#define WI_LIST_ALL ((int64) -1)
+
 /*
  * A provider kind's read API.  Every function returns palloc'd memory in
  * the current context.  type_map returns false when the provider has no read
@@ -65,10 +69,24 @@ typedef struct WiAdapter
 	const char *kind;
 	bool		(*type_map) (const WiSource *src, const char *object_type, WiTypeMap *out);
 	char	   *(*object_url) (const WiSource *src, const WiTypeMap *t, const char *object_id);
-	/* first page when cursor is NULL; later pages after the last id seen */
+	/*
+	 * First page when cursor is NULL; later pages after the last id seen.
+	 * since_epoch WI_LIST_ALL: every object (the full layer); otherwise what
+	 * changed since then, if the provider can filter so (the incremental
+	 * layer of providers without an events API).
+	 */
 	char	   *(*list_url) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
 							 const char *cursor);
 	char	   *(*auth_header) (const WiSource *src);	/* "Name: value" or NULL */
+
+	/*
+	 * The provider's "what happened since" events list for the type, or NULL
+	 * (then the incremental layer lists changed objects with list_url).  Its
+	 * items are events, fed into the inbox as deliveries.
+	 */
+	char	   *(*events_url) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
+							   const char *cursor);
+	int64		events_window_s;	/* how long the provider keeps events */
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;

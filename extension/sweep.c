@@ -54,6 +54,8 @@ typedef struct Sweep
 	int32		source_id;
 	const char *object_type;
 	const char *trigger;
+	const char *layer;			/* "incremental" or "full" */
+	bool		events;			/* incremental through the provider's events list */
 	const char *holder;
 	WiSource   *src;
 	const WiAdapter *adapter;
@@ -77,7 +79,11 @@ typedef struct Sweep
 	int			skipped;
 	int			errors;
 	char	   *error;			/* why the pass failed, or NULL */
+	char	   *incomplete;		/* why the pass compared less than everything, or NULL */
 	char	   *status;
+	/* full passes: the mirror's objects the listing did not name */
+	char	  **missing;
+	int			nmissing;
 } Sweep;
 
 static Datum
@@ -99,7 +105,9 @@ load_step(void *arg)
 	s->adapter = wi_adapter_for(s->src);
 	s->supported = s->adapter != NULL &&
 		s->adapter->type_map(s->src, s->object_type, &s->type) &&
-		s->adapter->list_url(s->src, &s->type, 0, NULL) != NULL;
+		s->adapter->list_url(s->src, &s->type, WI_LIST_ALL, NULL) != NULL;
+	s->events = s->supported && strcmp(s->layer, "incremental") == 0 &&
+		s->adapter->events_url != NULL;
 	MemoryContextSwitchTo(old);
 }
 
@@ -107,14 +115,22 @@ static void
 begin_step(void *arg)
 {
 	Sweep	   *s = (Sweep *) arg;
-	Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		v[4] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
+	Oid			t[6] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		v[6] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
 		CStringGetTextDatum(s->trigger),
-	CStringGetTextDatum(psprintf("%d seconds", wi_sweep_overlap_s))};
+		CStringGetTextDatum(psprintf("%d seconds", wi_sweep_overlap_s)),
+		CStringGetTextDatum(s->layer), (Datum) 0};
+	char		nl[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
 	bool		isnull;
 
-	wi_spi_exec("SELECT run_id, since_epoch FROM webhook_inbox._sweep_begin($1, $2, $3, $4::interval)",
-		 4, t, v, NULL, SPI_OK_SELECT);
+	/* an events list keeps a window: older changes cannot be compared through it */
+	if (s->events)
+	{
+		v[5] = CStringGetTextDatum(psprintf(INT64_FORMAT " seconds", s->adapter->events_window_s));
+		nl[5] = ' ';
+	}
+	wi_spi_exec("SELECT run_id, since_epoch FROM webhook_inbox._sweep_begin($1, $2, $3, $4::interval, "
+				"$5, $6::interval)", 6, t, v, nl, SPI_OK_SELECT);
 	s->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	s->since = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 }
@@ -157,6 +173,42 @@ page_step(void *arg)
 		s->diffs[s->ndiffs].deleted = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
 		s->ndiffs++;
 	}
+}
+
+/* One page of the events list into the inbox, as deliveries. */
+static void
+events_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[2] = {INT8OID, TEXTOID};
+	Datum		v[2] = {Int64GetDatum(s->run_id), CStringGetTextDatum(s->body)};
+	bool		isnull;
+	char	   *last;
+
+	wi_spi_exec("SELECT has_more, last_id FROM webhook_inbox._sweep_events($1, $2)", 2, t, v, NULL,
+				SPI_OK_SELECT);
+	s->has_more = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	last = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	s->last_id = last ? MemoryContextStrdup(cxt, last) : NULL;
+	s->ndiffs = 0;
+}
+
+/* After a full listing: the mirror's live objects it did not name. */
+static void
+missing_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(s->run_id)};
+
+	wi_spi_exec("SELECT webhook_inbox._sweep_missing($1)", 1, t, v, NULL, SPI_OK_SELECT);
+	s->nmissing = (int) SPI_processed;
+	s->missing = MemoryContextAlloc(cxt, sizeof(char *) * Max(s->nmissing, 1));
+	for (int i = 0; i < s->nmissing; i++)
+		s->missing[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc, 1));
 }
 
 static void
@@ -216,13 +268,14 @@ static void
 finish_step(void *arg)
 {
 	Sweep	   *s = (Sweep *) arg;
-	Oid			t[2] = {INT8OID, TEXTOID};
-	Datum		v[2];
-	char		nl[2] = {' ', ' '};
+	Oid			t[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		v[3];
+	char		nl[3] = {' ', ' ', ' '};
 
 	v[0] = Int64GetDatum(s->run_id);
 	v[1] = text_or_null(s->error, &nl[1]);
-	wi_spi_exec("SELECT webhook_inbox._sweep_finish($1, $2)", 2, t, v, nl, SPI_OK_SELECT);
+	v[2] = text_or_null(s->incomplete, &nl[2]);
+	wi_spi_exec("SELECT webhook_inbox._sweep_finish($1, $2, $3)", 3, t, v, nl, SPI_OK_SELECT);
 	s->status = MemoryContextStrdup(wi_step_cxt(),
 									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
@@ -274,10 +327,22 @@ repair_one(Sweep *s, Diff *d)
 			count_unrepaired(s, 1, 0);	/* a live claim holds it */
 			return;
 		}
-		/* no version: the listing may be older than a save; read the present */
-		if (s->type.version_path == NULL && !d->deleted)
+		/*
+		 * No version: the listing may be older than a save; read the
+		 * present.  Not listed at all (d->item NULL): only a read by id
+		 * tells a gone object from one a moving listing skipped.
+		 */
+		if ((s->type.version_path == NULL && !d->deleted) || d->item == NULL)
 		{
 			char	   *url = s->adapter->object_url(s->src, &s->type, d->object_id);
+
+			if (url == NULL && d->item == NULL)
+			{
+				count_unrepaired(s, 1, 0);
+				if (s->incomplete == NULL)
+					s->incomplete = pstrdup("objects absent from the listing were kept: the provider has no read by id to confirm they are gone");
+				return;
+			}
 
 			if (url != NULL)
 			{
@@ -325,7 +390,8 @@ repair_one(Sweep *s, Diff *d)
  * propagate and HTTP failures are recorded.
  */
 int64
-wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, const char *trigger)
+wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, const char *layer,
+			 const char *trigger)
 {
 	Sweep		s;
 	char	   *url;
@@ -337,6 +403,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	s.source_id = source_id;
 	s.object_type = object_type;
 	s.trigger = trigger;
+	s.layer = layer;
 	s.holder = psprintf("sweep:%s", steps->holder);
 
 	if (wi_step_run(steps, load_step, &s) != NULL || !s.supported)
@@ -346,7 +413,8 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	pgstat_report_activity(STATE_RUNNING, "sweeping");
 	wi_stat_add(WI_STAT_SWEEPS, 1);
 
-	url = s.adapter->list_url(s.src, &s.type, s.since, NULL);
+	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
+		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
 	while (url != NULL && s.error == NULL)
 	{
 		WiHttpRequest req;
@@ -369,7 +437,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 			break;
 		}
 		s.body = req.body.data;
-		if ((err = wi_step_run(steps, page_step, &s)) != NULL)
+		if ((err = wi_step_run(steps, s.events ? events_step : page_step, &s)) != NULL)
 		{
 			s.error = psprintf("reading a page failed: %s", err);
 			break;
@@ -387,12 +455,30 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 			url = req.link_next;
 		else if (s.has_more && s.last_id)
 		{
-			url = s.adapter->list_url(s.src, &s.type, s.since, s.last_id);
+			url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, s.last_id)
+				: s.adapter->list_url(s.src, &s.type,
+									  strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, s.last_id);
 			if (url == NULL)
 				s.error = pstrdup("the list has more pages but the adapter cannot page by id");
 		}
 		else
 			url = NULL;
+	}
+
+	/* a full pass that listed everything: what the mirror has and the provider did not list */
+	if (s.error == NULL && strcmp(s.layer, "full") == 0)
+	{
+		if ((err = wi_step_run(steps, missing_step, &s)) != NULL)
+			s.error = psprintf("finding unlisted objects failed: %s", err);
+		for (int i = 0; i < s.nmissing && s.error == NULL; i++)
+		{
+			Diff		d = {s.missing[i], NULL, false};
+
+			if (steps->stop_flag != NULL && wi_steps_stopping(steps))
+				s.error = pstrdup("interrupted");
+			else
+				repair_one(&s, &d);
+		}
 	}
 
 	if (wi_step_run(steps, finish_step, &s) != NULL || s.status == NULL || strcmp(s.status, "complete") != 0)
@@ -406,6 +492,7 @@ typedef struct Targets
 {
 	int32	   *source_ids;
 	char	  **types;
+	char	  **layers;
 	int			n;
 } Targets;
 
@@ -414,14 +501,16 @@ targets_step(void *arg)
 {
 	Targets    *tg = (Targets *) arg;
 	MemoryContext cxt = wi_step_cxt();
-	Oid			t[1] = {TEXTOID};
-	Datum		v[1] = {CStringGetTextDatum(psprintf("%d seconds", wi_sweep_interval_s))};
+	Oid			t[2] = {TEXTOID, TEXTOID};
+	Datum		v[2] = {CStringGetTextDatum(psprintf("%d seconds", wi_sweep_interval_s)),
+	CStringGetTextDatum(psprintf("%d seconds", wi_full_sweep_interval_s))};
 
-	wi_spi_exec("SELECT source_id, object_type FROM webhook_inbox._sweep_targets($1::interval)",
-		 1, t, v, NULL, SPI_OK_SELECT);
+	wi_spi_exec("SELECT source_id, object_type, layer FROM webhook_inbox._sweep_targets($1::interval, "
+				"$2::interval)", 2, t, v, NULL, SPI_OK_SELECT);
 	tg->n = (int) SPI_processed;
 	tg->source_ids = MemoryContextAlloc(cxt, sizeof(int32) * Max(tg->n, 1));
 	tg->types = MemoryContextAlloc(cxt, sizeof(char *) * Max(tg->n, 1));
+	tg->layers = MemoryContextAlloc(cxt, sizeof(char *) * Max(tg->n, 1));
 	for (int i = 0; i < tg->n; i++)
 	{
 		bool		isnull;
@@ -430,6 +519,8 @@ targets_step(void *arg)
 														SPI_tuptable->tupdesc, 1, &isnull));
 		tg->types[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
 															 SPI_tuptable->tupdesc, 2));
+		tg->layers[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc, 3));
 	}
 }
 
@@ -443,21 +534,23 @@ wi_sweep_due(const WiSteps *steps)
 {
 	static TimestampTz last_check = 0;
 	TimestampTz now = GetCurrentTimestamp();
-	Targets		tg = {NULL, NULL, 0};
+	Targets		tg = {NULL, NULL, NULL, 0};
 
-	if (wi_sweep_interval_s <= 0 || now - last_check < USECS_PER_SEC)
+	if ((wi_sweep_interval_s <= 0 && wi_full_sweep_interval_s <= 0) ||
+		now - last_check < USECS_PER_SEC)
 		return;
 	last_check = now;
 	if (wi_step_run(steps, targets_step, &tg) != NULL)
 		return;
 	for (int i = 0; i < tg.n && !wi_steps_stopping(steps); i++)
-		(void) wi_sweep_run(steps, tg.source_ids[i], tg.types[i], "schedule");
+		(void) wi_sweep_run(steps, tg.source_ids[i], tg.types[i], tg.layers[i], "schedule");
 }
 
 /* ---------- sweep_now ---------- */
 
 /*
- * _sweep_now(source text, object_type text) returns bigint: the run's id.
+ * _sweep_now(source text, object_type text, layer text) returns bigint: the
+ * run's id.
  * The SQL wrapper sweep_now() returns the run's row.
  */
 Datum
@@ -465,15 +558,22 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 {
 	char	   *source;
 	char	   *object_type;
+	char	   *layer;
 	int32		source_id;
 	int64		run_id;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source and object_type must not be null")));
+				 errmsg("source, object_type and layer must not be null")));
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	object_type = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	layer = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (strcmp(layer, "incremental") != 0 && strcmp(layer, "full") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown sweep layer \"%s\"", layer),
+				 errhint("A sweep layer is incremental or full.")));
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
@@ -491,7 +591,7 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 	{
 		WiSteps		steps = {WI_STEPS_IN_CALLER, psprintf("backend:%d", MyProcPid), NULL};
 
-		run_id = wi_sweep_run(&steps, source_id, object_type, "manual");
+		run_id = wi_sweep_run(&steps, source_id, object_type, layer, "manual");
 	}
 	if (run_id == 0)
 		ereport(ERROR,

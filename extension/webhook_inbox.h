@@ -33,6 +33,7 @@ extern int	wi_lease_ms;
 extern int	wi_http_timeout_ms;
 extern int	wi_max_attempts;
 extern int	wi_sweep_interval_s;
+extern int	wi_full_sweep_interval_s;
 extern int	wi_sweep_overlap_s;
 extern int	wi_naptime_ms;
 extern int	wi_fetch_delay_ms;

@@ -15,10 +15,12 @@ CREATE TABLE @extschema@.sweep_checkpoints (
 	checkpoint		timestamptz,
 	last_run_id		bigint,
 	updated_at		timestamptz NOT NULL DEFAULT now(),
-	PRIMARY KEY (source_id, object_type)
+	layer			text NOT NULL DEFAULT 'incremental'
+		CONSTRAINT sweep_checkpoints_layer_check CHECK (layer IN ('incremental', 'full')),
+	PRIMARY KEY (source_id, object_type, layer)
 );
 COMMENT ON TABLE @extschema@.sweep_checkpoints IS
-	'Per (source, object type): the start time of the last complete sweep; the next one lists changes since it minus webhook_inbox.sweep_overlap.';
+	'Per (source, object type, layer): the start time of the last complete pass; the next incremental one lists what happened since it minus webhook_inbox.sweep_overlap. A complete full pass also moves the incremental checkpoint.';
 
 CREATE TABLE @extschema@.sweep_runs (
 	id				bigserial PRIMARY KEY,
@@ -36,12 +38,28 @@ CREATE TABLE @extschema@.sweep_runs (
 	skipped			integer NOT NULL DEFAULT 0,
 	errors			integer NOT NULL DEFAULT 0,
 	status			text NOT NULL DEFAULT 'running'
-		CONSTRAINT sweep_runs_status_check CHECK (status IN ('running', 'complete', 'failed')),
-	error			text
+		CONSTRAINT sweep_runs_status_check CHECK (status IN ('running', 'complete', 'incomplete', 'failed')),
+	error			text,
+	layer			text NOT NULL DEFAULT 'incremental'
+		CONSTRAINT sweep_runs_layer_check CHECK (layer IN ('incremental', 'full')),
+	missing			integer NOT NULL DEFAULT 0,
+	incomplete_reason text
 );
 CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, object_type, started_at DESC);
 COMMENT ON TABLE @extschema@.sweep_runs IS
-	'One row per reconciliation pass: what was listed, how many differed from the mirror, how many were repaired or skipped (object under a live claim), errors, and whether the pass completed (only a complete pass moves the checkpoint).';
+	'One row per reconciliation pass: its layer, what was listed (objects, or events for a provider with an events API), how many differed from the mirror, how many were repaired or skipped (object under a live claim), errors, and whether the pass completed. Only a complete pass moves the checkpoint; an incomplete one compared less than everything and says why in incomplete_reason, a failed one says why in error.';
+COMMENT ON COLUMN @extschema@.sweep_runs.layer IS
+	'incremental: what happened since the checkpoint (Stripe: the events list, each event fed into the inbox; others: objects changed since); full: every object of the type, and the mirror''s objects the provider no longer lists.';
+COMMENT ON COLUMN @extschema@.sweep_runs.missing IS
+	'Full passes: objects of the mirror absent from the provider''s listing, each read by id (404 is a tombstone).';
+
+CREATE TABLE @extschema@.sweep_seen (
+	run_id			bigint NOT NULL REFERENCES @extschema@.sweep_runs (id) ON DELETE CASCADE,
+	object_id		text NOT NULL,
+	PRIMARY KEY (run_id, object_id)
+);
+COMMENT ON TABLE @extschema@.sweep_seen IS
+	'The ids a running full pass has listed, to find the mirror''s objects the provider no longer has; emptied when the pass ends.';
 
 CREATE TABLE @extschema@.repairs (
 	id				bigserial PRIMARY KEY,
@@ -56,7 +74,7 @@ CREATE TABLE @extschema@.repairs (
 );
 CREATE INDEX repairs_run_idx ON @extschema@.repairs (run_id);
 COMMENT ON TABLE @extschema@.repairs IS
-	'Each difference a sweep repaired: the mirror before and after (status, version, deleted), and the save''s outcome.';
+	'Each difference a sweep repaired: the mirror before and after (status, version, deleted), and the save''s outcome (event: a missed event the incremental layer fed into the inbox).';
 
 ---------------------------------------------------------------------------
 -- Processing a claim
@@ -521,7 +539,7 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT id integer, OUT name text, OUT kind text, OUT api_base text, OUT api_token text,
 	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
-	OUT types text, OUT repo text)
+	OUT types text, OUT repo text, OUT api_version text)
 LANGUAGE sql STABLE AS $$
 	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'), s.api_token,
 		   s.settings ->> 'fetch_url', s.settings ->> 'list_url', s.settings ->> 'auth_header',
@@ -529,7 +547,7 @@ LANGUAGE sql STABLE AS $$
 		   s.settings ->> 'status_path', s.settings ->> 'version_path',
 		   CASE WHEN jsonb_typeof(s.settings -> 'types') = 'array'
 				THEN (SELECT string_agg(t, ',') FROM jsonb_array_elements_text(s.settings -> 'types') t) END,
-		   s.settings ->> 'repo'
+		   s.settings ->> 'repo', s.settings ->> 'api_version'
 	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
 $$;
 COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
@@ -539,44 +557,86 @@ COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
 -- Sweeps
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._sweep_targets(p_interval interval)
-RETURNS TABLE (source_id integer, object_type text)
+CREATE FUNCTION @extschema@._sweep_targets(p_interval interval, p_full_interval interval)
+RETURNS TABLE (source_id integer, object_type text, layer text)
 LANGUAGE sql STABLE AS $$
-	/* every (enabled source with a read API, routed object type) whose last run is older than the interval */
-	SELECT DISTINCT s.id, r.object_type
-	  FROM webhook_inbox.sources s
-	  JOIN webhook_inbox.routes r ON (r.source_id = s.id OR r.source_kind = s.kind)
-	 WHERE s.enabled AND s.api_base IS NOT NULL AND s.flagged IS NULL
-	   AND r.class IN ('state', 'occurrence') AND r.object_type IS NOT NULL
-	   /* only types this source has actually sent: a preset route is no promise of a list API */
-	   AND (EXISTS (SELECT 1 FROM webhook_inbox.objects o
-					 WHERE o.source_id = s.id AND o.object_type = r.object_type)
-			OR EXISTS (SELECT 1 FROM webhook_inbox.occurrences o
-						WHERE o.source_id = s.id AND o.kind = r.object_type))
-	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.sweep_runs w
-						WHERE w.source_id = s.id AND w.object_type = r.object_type
-						  AND w.started_at > now() - p_interval)
+	/*
+	 * Every (enabled source with a read API, routed object type) whose last
+	 * pass of a layer is older than that layer's interval (an interval of 0
+	 * turns the layer off).  A due full pass stands for the incremental one:
+	 * it compares everything and moves both checkpoints.
+	 */
+	WITH pairs AS (
+		SELECT DISTINCT s.id, r.object_type
+		  FROM webhook_inbox.sources s
+		  JOIN webhook_inbox.routes r ON (r.source_id = s.id OR r.source_kind = s.kind)
+		 WHERE s.enabled AND s.api_base IS NOT NULL AND s.flagged IS NULL
+		   AND r.class IN ('state', 'occurrence') AND r.object_type IS NOT NULL
+		   /* only types this source has actually sent: a preset route is no promise of a list API */
+		   AND (EXISTS (SELECT 1 FROM webhook_inbox.objects o
+						 WHERE o.source_id = s.id AND o.object_type = r.object_type)
+				OR EXISTS (SELECT 1 FROM webhook_inbox.occurrences o
+							WHERE o.source_id = s.id AND o.kind = r.object_type))),
+	due AS (
+		SELECT p.id, p.object_type,
+			   p_full_interval > '0'::interval AND NOT EXISTS (
+				   SELECT 1 FROM webhook_inbox.sweep_runs w
+					WHERE w.source_id = p.id AND w.object_type = p.object_type AND w.layer = 'full'
+					  AND w.started_at > now() - p_full_interval) AS full_due,
+			   p_interval > '0'::interval AND NOT EXISTS (
+				   SELECT 1 FROM webhook_inbox.sweep_runs w
+					WHERE w.source_id = p.id AND w.object_type = p.object_type
+					  AND w.started_at > now() - p_interval) AS incremental_due
+		  FROM pairs p)
+	SELECT d.id, d.object_type, CASE WHEN d.full_due THEN 'full' ELSE 'incremental' END
+	  FROM due d
+	 WHERE d.full_due OR d.incremental_due
 	 ORDER BY 1, 2
 $$;
-COMMENT ON FUNCTION @extschema@._sweep_targets(interval) IS
-	'The (source, object type) pairs due for a scheduled sweep.';
+COMMENT ON FUNCTION @extschema@._sweep_targets(interval, interval) IS
+	'The (source, object type, layer) passes due for a scheduled sweep: incremental every sweep_interval, full every full_sweep_interval.';
 
 CREATE FUNCTION @extschema@._sweep_begin(p_source_id integer, p_object_type text, p_trigger text,
-	p_overlap interval, OUT run_id bigint, OUT since_epoch bigint)
+	p_overlap interval, p_layer text, p_events_window interval,
+	OUT run_id bigint, OUT since_epoch bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
 	cp timestamptz;
+	why text;
 BEGIN
+	IF p_layer IS NULL OR p_layer NOT IN ('incremental', 'full') THEN
+		RAISE EXCEPTION 'unknown sweep layer "%"', p_layer
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'A sweep layer is incremental or full.';
+	END IF;
+	IF p_layer = 'full' THEN
+		INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, layer)
+		VALUES (p_source_id, p_object_type, p_trigger, 'full')
+		RETURNING id INTO run_id;
+		since_epoch := -1;
+		RETURN;
+	END IF;
 	SELECT c.checkpoint INTO cp FROM webhook_inbox.sweep_checkpoints c
-	 WHERE c.source_id = p_source_id AND c.object_type = p_object_type;
-	INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, listed_since)
-	VALUES (p_source_id, p_object_type, p_trigger, cp - p_overlap)
+	 WHERE c.source_id = p_source_id AND c.object_type = p_object_type AND c.layer = 'incremental';
+	/* an events list keeps a window only: what is older cannot be compared */
+	IF p_events_window IS NOT NULL THEN
+		IF cp IS NULL THEN
+			why := format('no checkpoint yet: only the provider''s %s days of events were compared; a full pass compares the rest',
+						  round(extract(epoch FROM p_events_window) / 86400));
+		ELSIF cp - p_overlap < now() - p_events_window THEN
+			why := format('the checkpoint (%s) is older than the provider''s %s days of events; a full pass compares the rest',
+						  cp, round(extract(epoch FROM p_events_window) / 86400));
+		END IF;
+	END IF;
+	INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, listed_since, layer,
+										  incomplete_reason)
+	VALUES (p_source_id, p_object_type, p_trigger, cp - p_overlap, 'incremental', why)
 	RETURNING id INTO run_id;
 	since_epoch := coalesce(floor(extract(epoch FROM cp - p_overlap))::bigint, 0);
 END
 $$;
-COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval) IS
-	'Starts a sweep run; lists from the checkpoint minus the overlap (from the beginning without a checkpoint).';
+COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval, text, interval) IS
+	'Starts a sweep run of a layer. Incremental: from the checkpoint minus the overlap (from the beginning without one); with an events list (p_events_window not NULL) a window not covering that start makes the pass incomplete from the outset. Full: everything (since_epoch -1).';
 
 CREATE FUNCTION @extschema@._sweep_page(p_run_id bigint, p_body text, p_items_path jsonpath,
 	p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
@@ -600,6 +660,14 @@ BEGIN
 	 WHERE jsonb_typeof(it) = 'object';
 	more := coalesce(doc ->> 'has_more', 'false') = 'true';
 	UPDATE webhook_inbox.sweep_runs x SET pages = x.pages + 1, listed = x.listed + n WHERE x.id = p_run_id;
+	IF w.layer = 'full' THEN
+		/* what the provider still has, to find what it no longer has */
+		INSERT INTO webhook_inbox.sweep_seen (run_id, object_id)
+		SELECT p_run_id, webhook_inbox._scalar_text(it -> 'id')
+		  FROM jsonb_path_query(doc, p_items_path) it
+		 WHERE jsonb_typeof(it) = 'object' AND webhook_inbox._scalar_text(it -> 'id') IS NOT NULL
+		ON CONFLICT DO NOTHING;
+	END IF;
 
 	/* what differs from the mirror */
 	RETURN QUERY
@@ -636,6 +704,81 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_page(bigint, text, jsonpath, jsonpath, jsonpath, boolean) IS
 	'Reads one page of a list response, counts it into the run, and returns the items that differ from the mirror (rows with a NULL object_id only carry has_more and the last id for paging).';
+
+CREATE FUNCTION @extschema@._sweep_events(p_run_id bigint, p_body text,
+	OUT has_more boolean, OUT last_id text, OUT events_listed integer, OUT events_fed integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+	w webhook_inbox.sweep_runs;
+	s webhook_inbox.sources;
+	doc jsonb;
+	new_ids text[];
+BEGIN
+	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
+	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = w.source_id;
+	BEGIN
+		doc := p_body::jsonb;
+	EXCEPTION WHEN others THEN
+		RAISE EXCEPTION 'the events response is not JSON' USING ERRCODE = 'invalid_text_representation';
+	END;
+	IF jsonb_typeof(doc -> 'data') IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'the events response has no data array' USING ERRCODE = 'invalid_text_representation';
+	END IF;
+	has_more := coalesce(doc ->> 'has_more', 'false') = 'true';
+	last_id := webhook_inbox._scalar_text(doc -> 'data' -> -1 -> 'id');
+
+	/*
+	 * Each listed event goes through intake(), the path of a delivery:
+	 * classified by the routes, deduplicated on its event id, the delivery
+	 * recorded (delivery id "sweep <run>").  Oldest first, as they happened.
+	 */
+	SELECT count(*), coalesce(array_agg(f.event_id) FILTER (WHERE f.outcome <> 'duplicate'), '{}')
+	  INTO events_listed, new_ids
+	  FROM (SELECT e ->> 'id' AS event_id,
+				   webhook_inbox.intake(s.name, ARRAY['x-webhook-inbox-delivery', 'sweep ' || p_run_id],
+										convert_to(e::text, 'UTF8')) AS outcome
+			  FROM jsonb_array_elements(doc -> 'data') WITH ORDINALITY AS q(e, k)
+			 WHERE jsonb_typeof(e) = 'object'
+			 ORDER BY k DESC) f;
+	/* the events the inbox lacked: each a repair of what it changed */
+	INSERT INTO webhook_inbox.repairs (run_id, source_id, object_type, object_id, before, after, outcome)
+	SELECT p_run_id, w.source_id, coalesce(i.object_type, w.object_type), coalesce(i.object_id, i.event_id),
+		   NULL, jsonb_build_object('event', i.event_id, 'type', i.event_type, 'inbox', i.status), 'event'
+	  FROM webhook_inbox.inbox i
+	 WHERE i.source_id = w.source_id AND i.event_id = ANY (new_ids)
+	 ORDER BY i.id;
+	events_fed := cardinality(new_ids);
+	UPDATE webhook_inbox.sweep_runs x
+	   SET pages = x.pages + 1, listed = x.listed + events_listed, differences = x.differences + events_fed,
+		   repaired = x.repaired + events_fed
+	 WHERE x.id = p_run_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_events(bigint, text) IS
+	'Reads one page of a provider''s events list into the inbox through intake(), as deliveries: an event the inbox lacked (a missed delivery) is recorded as a repair and then processed like any delivery; one it has is a duplicate. Returns the paging facts.';
+
+CREATE FUNCTION @extschema@._sweep_missing(p_run_id bigint)
+RETURNS SETOF text
+LANGUAGE plpgsql AS $$
+DECLARE
+	w webhook_inbox.sweep_runs;
+	n integer;
+BEGIN
+	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
+	IF w.layer <> 'full' THEN
+		RETURN;
+	END IF;
+	RETURN QUERY
+	SELECT o.object_id FROM webhook_inbox.objects o
+	 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND NOT o.deleted
+	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.sweep_seen x WHERE x.run_id = p_run_id AND x.object_id = o.object_id)
+	 ORDER BY o.object_id;
+	GET DIAGNOSTICS n = ROW_COUNT;
+	UPDATE webhook_inbox.sweep_runs x SET missing = n WHERE x.id = p_run_id;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_missing(bigint) IS
+	'After a full pass listed every page: the mirror''s live objects of the type that the provider did not list (to be read by id: gone, or missed by a listing that moved).';
 
 CREATE FUNCTION @extschema@._sweep_lease(p_source_id integer, p_object_type text, p_object_id text,
 	p_holder text, p_lease interval)
@@ -717,51 +860,59 @@ $$;
 COMMENT ON FUNCTION @extschema@._sweep_count(bigint, bigint, integer, integer) IS
 	'Counts differences a sweep could not repair: skipped (a claim holds the object) or failed; releases the sweep''s lease if it took one.';
 
-CREATE FUNCTION @extschema@._sweep_finish(p_run_id bigint, p_error text)
+CREATE FUNCTION @extschema@._sweep_finish(p_run_id bigint, p_error text, p_incomplete text)
 RETURNS text
 LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 BEGIN
 	UPDATE webhook_inbox.sweep_runs x
-	   SET status = CASE WHEN p_error IS NULL AND x.errors = 0 THEN 'complete' ELSE 'failed' END,
+	   SET status = CASE WHEN p_error IS NOT NULL OR x.errors > 0 THEN 'failed'
+						 WHEN p_incomplete IS NOT NULL OR x.incomplete_reason IS NOT NULL THEN 'incomplete'
+						 ELSE 'complete' END,
 		   error = coalesce(p_error, CASE WHEN x.errors > 0 THEN format('%s repairs failed', x.errors) END),
+		   incomplete_reason = coalesce(x.incomplete_reason, p_incomplete),
 		   finished_at = clock_timestamp()
 	 WHERE x.id = p_run_id
 	RETURNING * INTO w;
+	DELETE FROM webhook_inbox.sweep_seen x WHERE x.run_id = p_run_id;
 	IF w.status = 'complete' THEN
-		/* only a complete pass moves the checkpoint, to the run's start */
-		INSERT INTO webhook_inbox.sweep_checkpoints AS c (source_id, object_type, checkpoint, last_run_id)
-		VALUES (w.source_id, w.object_type, w.started_at, w.id)
-		ON CONFLICT (source_id, object_type) DO UPDATE
+		/*
+		 * Only a complete pass moves the checkpoint, to the run's start; a
+		 * full one compared everything, so it moves the incremental one too.
+		 */
+		INSERT INTO webhook_inbox.sweep_checkpoints AS c (source_id, object_type, layer, checkpoint, last_run_id)
+		SELECT w.source_id, w.object_type, l, w.started_at, w.id
+		  FROM unnest(CASE WHEN w.layer = 'full' THEN ARRAY['full', 'incremental'] ELSE ARRAY['incremental'] END) l
+		ON CONFLICT (source_id, object_type, layer) DO UPDATE
 		   SET checkpoint = greatest(c.checkpoint, EXCLUDED.checkpoint), last_run_id = EXCLUDED.last_run_id,
 			   updated_at = now();
 	END IF;
 	RETURN w.status;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._sweep_finish(bigint, text) IS
-	'Ends a sweep run: complete (checkpoint moves to the run''s start) or failed (checkpoint stays).';
+COMMENT ON FUNCTION @extschema@._sweep_finish(bigint, text, text) IS
+	'Ends a sweep run: complete (the layer''s checkpoint moves to the run''s start; a full pass moves the incremental one too), incomplete (could not compare everything: the reason is kept, the checkpoint stays) or failed (checkpoint stays).';
 
-CREATE FUNCTION @extschema@._sweep_now(source text, object_type text)
+CREATE FUNCTION @extschema@._sweep_now(source text, object_type text, layer text)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'wi_sweep_now'
 LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION @extschema@._sweep_now(text, text) IS
+COMMENT ON FUNCTION @extschema@._sweep_now(text, text, text) IS
 	'Runs one sweep in this session; returns the sweep_runs id.';
 
-CREATE FUNCTION @extschema@.sweep_now(source text, object_type text)
+CREATE FUNCTION @extschema@.sweep_now(source text, object_type text, layer text DEFAULT 'full')
 RETURNS SETOF @extschema@.sweep_runs
 LANGUAGE plpgsql AS $$
 DECLARE
 	run bigint;
 BEGIN
-	run := webhook_inbox._sweep_now(source, object_type);
+	run := webhook_inbox._sweep_now(source, object_type, layer);
 	RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs WHERE id = run;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.sweep_now(text, text) IS
-	'Runs one reconciliation sweep of a source''s object type now, synchronously in this session and inside this transaction (its repairs commit with it), and returns its sweep_runs row. Raises if the source has no list API for the type.';
+COMMENT ON FUNCTION @extschema@.sweep_now(text, text, text) IS
+	'Runs one reconciliation pass of a source''s object type now, synchronously in this session and inside this transaction (its repairs commit with it), and returns its sweep_runs row. layer: full (the default: every object, and the mirror''s objects the provider no longer has) or incremental (what happened since the checkpoint). Raises if the source has no list API for the type.';
 
 CREATE VIEW @extschema@.sweep_health AS
 SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.status AS last_status,
@@ -774,16 +925,20 @@ SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.sta
 	   (SELECT coalesce(sum(x.repaired), 0) FROM webhook_inbox.sweep_runs x
 		 WHERE x.source_id = t.source_id AND x.object_type = t.object_type
 		   AND x.started_at > now() - interval '1 day') AS repaired_last_day,
-	   now() - c.checkpoint AS checkpoint_age
+	   now() - c.checkpoint AS checkpoint_age,
+	   r.layer AS last_layer, r.incomplete_reason AS last_incomplete_reason,
+	   (SELECT f.checkpoint FROM webhook_inbox.sweep_checkpoints f
+		 WHERE f.source_id = t.source_id AND f.object_type = t.object_type AND f.layer = 'full') AS last_full_pass
   FROM (SELECT DISTINCT x.source_id, x.object_type FROM webhook_inbox.sweep_runs x
 		UNION SELECT x.source_id, x.object_type FROM webhook_inbox.sweep_checkpoints x) t
   JOIN webhook_inbox.sources s ON s.id = t.source_id
   LEFT JOIN webhook_inbox.sweep_checkpoints c ON c.source_id = t.source_id AND c.object_type = t.object_type
+	   AND c.layer = 'incremental'
   LEFT JOIN LATERAL (SELECT * FROM webhook_inbox.sweep_runs x
 					  WHERE x.source_id = t.source_id AND x.object_type = t.object_type
 					  ORDER BY x.started_at DESC LIMIT 1) r ON true;
 COMMENT ON VIEW @extschema@.sweep_health IS
-	'What to alert on for sweeps: per (source, object type) the last run, its repairs (a webhook path losing events shows here), failures in the last day and the checkpoint''s age.';
+	'What to alert on for sweeps: per (source, object type) the last run (of either layer), its repairs (a webhook path losing events shows here), failures in the last day, the incremental checkpoint''s age and when the last complete full pass started.';
 
 ---------------------------------------------------------------------------
 -- Counters
@@ -807,7 +962,7 @@ COMMENT ON VIEW @extschema@.worker_counters IS
 	'The background worker''s counters: claims, fetches and their latency, saves, stale, ties, backward, retries, quarantines, sweeps and repairs.';
 
 REVOKE ALL ON @extschema@.sweep_checkpoints, @extschema@.sweep_runs, @extschema@.repairs,
-	@extschema@.sweep_health, @extschema@.worker_counters FROM PUBLIC;
+	@extschema@.sweep_seen, @extschema@.sweep_health, @extschema@.worker_counters FROM PUBLIC;
 GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
 GRANT SELECT ON @extschema@.worker_counters, @extschema@.sweep_health TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats() TO pg_monitor;

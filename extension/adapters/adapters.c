@@ -95,6 +95,7 @@ wi_source_load(int32 source_id)
 			src->version_path = copy_value(tup, desc, 13, cxt);
 			src->types = copy_value(tup, desc, 14, cxt);
 			src->repo = copy_value(tup, desc, 15, cxt);
+			src->api_version = copy_value(tup, desc, 16, cxt);
 		}
 	}
 	SPI_finish();

@@ -11,7 +11,7 @@
  *		               defaults $, $.data[*], $.status and none
  *		  types        object types with a read API (default: all)
  *
- * {since} is epoch seconds; {cursor} is the last id of the previous page
+ * {since} is epoch seconds (0 for a full listing); {cursor} is the last id of the previous page
  * (empty on the first); a Link rel="next" header takes precedence.
  */
 #include "postgres.h"
@@ -51,7 +51,7 @@ expand(const WiSource *src, const char *tmpl, const WiTypeMap *t, const char *id
 
 	values[0] = wi_url_escape(t->collection);
 	values[1] = id ? wi_url_escape(id) : "";
-	values[2] = psprintf(INT64_FORMAT, since);
+	values[2] = psprintf(INT64_FORMAT, since < 0 ? 0 : since);	/* 0: everything */
 	values[3] = cursor ? wi_url_escape(cursor) : "";
 	values[4] = NULL;
 	path = wi_template(tmpl, keys, values);
@@ -88,5 +88,5 @@ generic_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_generic = {
-	"generic", generic_type_map, generic_object_url, generic_list_url, generic_auth_header
+	"generic", generic_type_map, generic_object_url, generic_list_url, generic_auth_header, NULL, 0
 };

@@ -1,19 +1,28 @@
 /*
  * github.c
  *		GitHub's REST read API for issues and pull requests of the
- *		repository named in the source's settings ("repo": "owner/name").
+ *		repository named in the source's settings ("repo": "owner/name"), as
+ *		@octokit/openapi declares it.
+ *
+ * GET /repos/{repo}/issues takes state, sort, direction, since and per_page
+ * (and pages with Link: rel="next"); it lists pull requests too, each with a
+ * "pull_request" member, so issues are the items without one.
+ * GET /repos/{repo}/pulls takes state, sort, direction and per_page but no
+ * since: pull requests are listed in full by both layers.  (The issues list
+ * names a pull request by its issue's id, not by the id its webhooks carry,
+ * so it cannot repair the mirror's pull requests.)
  *
  * The mirror keys issues by their global id, which the REST API cannot GET
- * directly, so this adapter lists only (GET /repos/{repo}/issues?since=,
- * Link pagination): a tie is quarantined as ambiguous, and sweeps repair
- * from the listed objects, which carry updated_at as their version.
+ * directly, so this adapter lists only: a tie is quarantined as ambiguous,
+ * and sweeps repair from the listed objects, which carry updated_at as their
+ * version.
  */
 #include "postgres.h"
 
 #include "provider.h"
 
 static const WiTypeMap github_types[] = {
-	{"issue", "issues", "$", "$[*]", "$.state", "$.updated_at", false},
+	{"issue", "issues", "$", "$[*] ? (!(exists (@.pull_request)))", "$.state", "$.updated_at", false},
 	{"pull_request", "pulls", "$", "$[*]", "$.state", "$.updated_at", false},
 };
 
@@ -37,11 +46,15 @@ github_object_url(const WiSource *src, const WiTypeMap *t, const char *object_id
 	return NULL;
 }
 
+/* later pages come from the Link header only */
 static char *
 github_list_url(const WiSource *src, const WiTypeMap *t, int64 since_epoch, const char *cursor)
 {
 	if (cursor != NULL)
 		return NULL;
+	if (since_epoch == WI_LIST_ALL || strcmp(t->collection, "pulls") == 0)
+		return psprintf("%s/repos/%s/%s?state=all&sort=updated&direction=asc&per_page=100",
+						src->api_base, src->repo, t->collection);
 	return psprintf("%s/repos/%s/%s?state=all&sort=updated&direction=asc&per_page=100&since=%s",
 					src->api_base, src->repo, t->collection, wi_url_escape(wi_iso_time(since_epoch)));
 }
@@ -53,5 +66,5 @@ github_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_github = {
-	"github", github_type_map, github_object_url, github_list_url, github_auth_header
+	"github", github_type_map, github_object_url, github_list_url, github_auth_header, NULL, 0
 };

@@ -1,41 +1,75 @@
 /*
  * stripe.c
  *		Stripe's read API as stripe-node types it: GET /v1/{collection}/{id},
- *		and the list GET /v1/{collection}?limit=100&starting_after={id},
- *		paged by has_more and the last id of the page (never a Link header).
+ *		the list GET /v1/{collection}?limit=100&starting_after={id}, and the
+ *		events list GET /v1/events?limit=100&created[gte]=&types[0]=...,
+ *		all paged by has_more and the last id of the page (never a Link
+ *		header).
  *
  * Stripe answers any parameter a list does not declare with 400
  * parameter_unknown, so a list carries only limit, starting_after and the
  * filters its *ListParams declare: status=all for subscriptions, whose list
- * otherwise omits canceled ones (SubscriptionListParams.Status).  No list
- * filters by update time, so a list is always the full listing of the type.
+ * otherwise omits canceled ones (SubscriptionListParams.Status).  No object
+ * list filters by update time (created is the creation time), so an object
+ * list is always the full listing of its type; "what happened since" is the
+ * events list (EventListParams: created, types of at most 20 names), which
+ * keeps 30 days.  Parameters are written as stripe-node writes them:
+ * created[gte]=…, types[0]=…, brackets unescaped.
  *
- * Mirror object types map to API collections through the table below.  No
- * Stripe object carries a version: the sweep refetches before a repair.
- * Refunds and disputes are occurrences (insert-once, with amount and currency).
+ * Mirror object types map to API collections and the event types that
+ * change them (WebhookEndpointCreateParams.EnabledEvent) through the table
+ * below.  No Stripe object carries a version: the sweep refetches before a
+ * repair.  Refunds and disputes are also recorded once as occurrences.
  */
 #include "postgres.h"
 
 #include "provider.h"
 
-/* the filters a full listing needs besides limit and starting_after */
+#define STRIPE_EVENTS_WINDOW_S (30 * 86400)
+#define STRIPE_MAX_TYPES 20
+
 typedef struct StripeType
 {
 	WiTypeMap	map;
 	const char *list_filter;	/* "&status=all" or "" */
+	const char *events[STRIPE_MAX_TYPES + 1];	/* NULL-terminated */
 } StripeType;
 
+#define PI_EVENTS {"payment_intent.amount_capturable_updated", "payment_intent.canceled", \
+	"payment_intent.created", "payment_intent.partially_funded", "payment_intent.payment_failed", \
+	"payment_intent.processing", "payment_intent.requires_action", "payment_intent.succeeded", NULL}
+
 static const StripeType stripe_types[] = {
-	{{"subscription", "subscriptions", "$", "$.data[*]", "$.status", NULL, false}, "&status=all"},
-	{{"payment", "payment_intents", "$", "$.data[*]", "$.status", NULL, false}, ""},
-	{{"customer", "customers", "$", "$.data[*]", NULL, NULL, false}, ""},
-	{{"invoice", "invoices", "$", "$.data[*]", "$.status", NULL, false}, ""},
-	{{"charge", "charges", "$", "$.data[*]", "$.status", NULL, false}, ""},
-	{{"refund", "refunds", "$", "$.data[*]", "$.status", NULL, true}, ""},
-	{{"dispute", "disputes", "$", "$.data[*]", "$.status", NULL, true}, ""},
-	{{"checkout.session", "checkout/sessions", "$", "$.data[*]", "$.status", NULL, false}, ""},
-	/* thin events name the API object type itself */
-	{{"payment_intent", "payment_intents", "$", "$.data[*]", "$.status", NULL, false}, ""},
+	{{"subscription", "subscriptions", "$", "$.data[*]", "$.status", NULL, false}, "&status=all",
+	{"customer.subscription.created", "customer.subscription.deleted", "customer.subscription.paused",
+		"customer.subscription.pending_update_applied", "customer.subscription.pending_update_expired",
+		"customer.subscription.resumed", "customer.subscription.trial_will_end",
+	"customer.subscription.updated", NULL}},
+	{{"payment_intent", "payment_intents", "$", "$.data[*]", "$.status", NULL, false}, "", PI_EVENTS},
+	{{"customer", "customers", "$", "$.data[*]", NULL, NULL, false}, "",
+	{"customer.created", "customer.deleted", "customer.updated", "customer.discount.created",
+		"customer.discount.deleted", "customer.discount.updated", "customer.source.created",
+		"customer.source.deleted", "customer.source.expiring", "customer.source.updated",
+	"customer.tax_id.created", "customer.tax_id.deleted", "customer.tax_id.updated", NULL}},
+	{{"invoice", "invoices", "$", "$.data[*]", "$.status", NULL, false}, "",
+	{"invoice.created", "invoice.deleted", "invoice.finalization_failed", "invoice.finalized",
+		"invoice.marked_uncollectible", "invoice.overdue", "invoice.overpaid", "invoice.paid",
+		"invoice.payment_action_required", "invoice.payment_attempt_required",
+		"invoice.payment_failed", "invoice.payment_succeeded", "invoice.sent", "invoice.updated",
+	"invoice.voided", "invoice.will_be_due", NULL}},
+	{{"charge", "charges", "$", "$.data[*]", "$.status", NULL, false}, "",
+	{"charge.captured", "charge.expired", "charge.failed", "charge.pending", "charge.refunded",
+	"charge.succeeded", "charge.updated", NULL}},
+	{{"refund", "refunds", "$", "$.data[*]", "$.status", NULL, true}, "",
+	{"refund.created", "refund.failed", "refund.updated", "charge.refund.updated", NULL}},
+	{{"dispute", "disputes", "$", "$.data[*]", "$.status", NULL, true}, "",
+	{"charge.dispute.closed", "charge.dispute.created", "charge.dispute.funds_reinstated",
+	"charge.dispute.funds_withdrawn", "charge.dispute.updated", NULL}},
+	{{"checkout.session", "checkout/sessions", "$", "$.data[*]", "$.status", NULL, false}, "",
+	{"checkout.session.async_payment_failed", "checkout.session.async_payment_succeeded",
+	"checkout.session.completed", "checkout.session.expired", NULL}},
+	/* the mirror's name of PaymentIntents before 0.2.0 */
+	{{"payment", "payment_intents", "$", "$.data[*]", "$.status", NULL, false}, "", PI_EVENTS},
 };
 
 static const StripeType *
@@ -64,7 +98,7 @@ stripe_object_url(const WiSource *src, const WiTypeMap *t, const char *object_id
 	return psprintf("%s/v1/%s/%s", src->api_base, t->collection, wi_url_escape(object_id));
 }
 
-/* The full listing; since_epoch is unused: no Stripe list filters by update time. */
+/* The full listing, whatever since_epoch: no Stripe list filters by update time. */
 static char *
 stripe_list_url(const WiSource *src, const WiTypeMap *t, int64 since_epoch, const char *cursor)
 {
@@ -76,6 +110,23 @@ stripe_list_url(const WiSource *src, const WiTypeMap *t, int64 since_epoch, cons
 	return psprintf("%s/v1/%s?limit=100%s", src->api_base, t->collection, st->list_filter);
 }
 
+/* The events that changed objects of the type since since_epoch (newest first). */
+static char *
+stripe_events_url(const WiSource *src, const WiTypeMap *t, int64 since_epoch, const char *cursor)
+{
+	const StripeType *st = stripe_type(t->object_type);
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfo(&b, "%s/v1/events?limit=100&created[gte]=" INT64_FORMAT, src->api_base,
+					 Max(since_epoch, 0));
+	for (int i = 0; st->events[i] != NULL; i++)
+		appendStringInfo(&b, "&types[%d]=%s", i, st->events[i]);
+	if (cursor != NULL)
+		appendStringInfo(&b, "&starting_after=%s", wi_url_escape(cursor));
+	return b.data;
+}
+
 static char *
 stripe_auth_header(const WiSource *src)
 {
@@ -83,5 +134,6 @@ stripe_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_stripe = {
-	"stripe", stripe_type_map, stripe_object_url, stripe_list_url, stripe_auth_header
+	"stripe", stripe_type_map, stripe_object_url, stripe_list_url, stripe_auth_header,
+	stripe_events_url, STRIPE_EVENTS_WINDOW_S
 };

@@ -34,3 +34,32 @@ COMMENT ON COLUMN @extschema@.routes.occurrence_kind IS
 -- function) runs at the very end of the upgrade script too, after the
 -- functions are re-created (CREATE OR REPLACE FUNCTION without a SET clause
 -- clears it): the Makefile lists it in SQL_RERUN.
+
+-- Two reconciliation layers per (source, object type): incremental and full,
+-- each with its checkpoint; passes that compared less than everything are
+-- incomplete, with their reason; full passes count the mirror's objects the
+-- provider no longer lists.
+ALTER TABLE @extschema@.sweep_checkpoints ADD COLUMN layer text NOT NULL DEFAULT 'incremental'
+	CONSTRAINT sweep_checkpoints_layer_check CHECK (layer IN ('incremental', 'full'));
+ALTER TABLE @extschema@.sweep_checkpoints DROP CONSTRAINT sweep_checkpoints_pkey;
+ALTER TABLE @extschema@.sweep_checkpoints ADD PRIMARY KEY (source_id, object_type, layer);
+ALTER TABLE @extschema@.sweep_runs DROP CONSTRAINT sweep_runs_status_check;
+ALTER TABLE @extschema@.sweep_runs ADD CONSTRAINT sweep_runs_status_check
+	CHECK (status IN ('running', 'complete', 'incomplete', 'failed'));
+ALTER TABLE @extschema@.sweep_runs ADD COLUMN layer text NOT NULL DEFAULT 'incremental'
+	CONSTRAINT sweep_runs_layer_check CHECK (layer IN ('incremental', 'full'));
+ALTER TABLE @extschema@.sweep_runs ADD COLUMN missing integer NOT NULL DEFAULT 0;
+ALTER TABLE @extschema@.sweep_runs ADD COLUMN incomplete_reason text;
+CREATE TABLE @extschema@.sweep_seen (
+	run_id			bigint NOT NULL REFERENCES @extschema@.sweep_runs (id) ON DELETE CASCADE,
+	object_id		text NOT NULL,
+	PRIMARY KEY (run_id, object_id)
+);
+REVOKE ALL ON @extschema@.sweep_seen FROM PUBLIC;
+DROP FUNCTION @extschema@._sweep_targets(interval);
+DROP FUNCTION @extschema@._sweep_begin(integer, text, text, interval);
+DROP FUNCTION @extschema@._sweep_finish(bigint, text);
+DROP FUNCTION @extschema@.sweep_now(text, text);
+DROP FUNCTION @extschema@._sweep_now(text, text);
+-- _worker_source() also returns the Shopify Admin API version
+DROP FUNCTION @extschema@._worker_source(integer);
