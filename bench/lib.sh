@@ -50,6 +50,7 @@ shared_preload_libraries = 'webhook_inbox'
 webhook_inbox.database = 'bench'
 webhook_inbox.enabled = off
 webhook_inbox.sweep_interval = 0
+webhook_inbox.full_sweep_interval = 0
 webhook_inbox.naptime = 1000
 log_min_messages = warning
 CONF

@@ -37,6 +37,7 @@ shared_preload_libraries = 'webhook_inbox'
 webhook_inbox.enabled = on
 webhook_inbox.naptime = 200ms
 webhook_inbox.sweep_interval = 0
+webhook_inbox.full_sweep_interval = 0
 webhook_inbox.http_timeout = 5s
 log_min_messages = log
 } . ($extra // ''));
