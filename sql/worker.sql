@@ -579,10 +579,12 @@ LANGUAGE sql STABLE AS $$
 							WHERE o.source_id = s.id AND o.kind = r.object_type))),
 	due AS (
 		SELECT p.id, p.object_type,
+			   /* a full pass that did not complete is tried again at the incremental pace */
 			   p_full_interval > '0'::interval AND NOT EXISTS (
 				   SELECT 1 FROM webhook_inbox.sweep_runs w
 					WHERE w.source_id = p.id AND w.object_type = p.object_type AND w.layer = 'full'
-					  AND w.started_at > now() - p_full_interval) AS full_due,
+					  AND w.started_at > now() - CASE WHEN w.status IN ('complete', 'running') THEN p_full_interval
+													 ELSE least(p_interval, p_full_interval) END) AS full_due,
 			   p_interval > '0'::interval AND NOT EXISTS (
 				   SELECT 1 FROM webhook_inbox.sweep_runs w
 					WHERE w.source_id = p.id AND w.object_type = p.object_type
