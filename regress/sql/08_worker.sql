@@ -23,12 +23,13 @@ SELECT count(*) AS checkpoints FROM webhook_inbox.sweep_checkpoints c
 SELECT source, object_type, last_status, last_listed, last_repaired, failed_last_day, checkpoint
   FROM webhook_inbox.sweep_health WHERE source = 'sw_down';
 
--- the two layers' schedule: a type the source has sent is due for a full pass first
-SELECT webhook_inbox.create_source('sw_layers', 'stripe', 'whsec_s', api_base => 'http://127.0.0.1:1') AS id \gset
-SELECT webhook_inbox.upsert_object('sw_layers', 'subscription', 'sub_old', NULL, 'active', '{"id":"sub_old"}');
-SELECT webhook_inbox.upsert_object('sw_layers', 'subscription', 'sub_live', NULL, 'active', '{"id":"sub_live"}');
-SELECT object_type, layer FROM webhook_inbox._sweep_targets('5 minutes', '1 day') WHERE source_id = :id;
-SELECT object_type, layer FROM webhook_inbox._sweep_targets('5 minutes', '0') WHERE source_id = :id;
+-- the two layers' schedule: a type the source has sent; a full pass that failed is tried again at the incremental pace
+SELECT id FROM webhook_inbox.sources WHERE name = 'sw_down' \gset
+SELECT webhook_inbox.upsert_object('sw_down', 'subscription', 'sub_old', NULL, 'active', '{"id":"sub_old"}');
+SELECT webhook_inbox.upsert_object('sw_down', 'subscription', 'sub_live', NULL, 'active', '{"id":"sub_live"}');
+SELECT object_type, layer FROM webhook_inbox._sweep_targets('1 hour', '1 day') WHERE source_id = :id;
+SELECT object_type, layer FROM webhook_inbox._sweep_targets('1 microsecond', '1 day') WHERE source_id = :id;
+SELECT object_type, layer FROM webhook_inbox._sweep_targets('1 microsecond', '0') WHERE source_id = :id;
 SELECT count(*) FROM webhook_inbox._sweep_targets('0', '0') WHERE source_id = :id;
 SELECT webhook_inbox._sweep_begin(:id, 'subscription', 'manual', '1 minute', 'diagonal', NULL);
 
@@ -48,15 +49,15 @@ SELECT layer, checkpoint IS NOT NULL AS has_checkpoint, last_run_id = :full_run 
 -- an incremental pass through an events list: each event goes through intake(), deduplicated
 SELECT run_id AS inc_run FROM webhook_inbox._sweep_begin(:id, 'subscription', 'manual', '1 minute', 'incremental', '30 days') \gset
 SELECT incomplete_reason FROM webhook_inbox.sweep_runs WHERE id = :inc_run;
-SELECT webhook_inbox.intake('sw_layers', '{}', convert_to('{"id":"evt_had","type":"customer.subscription.updated","created":1700000000,"data":{"object":{"id":"sub_live","status":"active"}}}', 'UTF8'));
+SELECT webhook_inbox.intake('sw_down', '{}', convert_to('{"id":"evt_had","type":"customer.subscription.updated","created":1700000000,"data":{"object":{"id":"sub_live","status":"active"}}}', 'UTF8'));
 SELECT * FROM webhook_inbox._sweep_events(:inc_run, '{"object":"list","has_more":true,"data":['
 	'{"id":"evt_missed","type":"customer.subscription.deleted","created":1700000002,"data":{"object":{"id":"sub_old","status":"canceled"}}},'
 	'{"id":"evt_had","type":"customer.subscription.updated","created":1700000000,"data":{"object":{"id":"sub_live","status":"active"}}}]}');
 SELECT object_type, object_id, after, outcome FROM webhook_inbox.repairs WHERE run_id = :inc_run;
 SELECT event_id, object_type, object_id, strategy, status FROM webhook_inbox.inbox i
-  JOIN webhook_inbox.sources s ON s.id = i.source_id WHERE s.name = 'sw_layers' ORDER BY event_id;
+  JOIN webhook_inbox.sources s ON s.id = i.source_id WHERE s.name = 'sw_down' ORDER BY event_id;
 SELECT d.event_id, d.delivery_id, d.outcome FROM webhook_inbox.deliveries d
-  JOIN webhook_inbox.sources s ON s.id = d.source_id WHERE s.name = 'sw_layers' ORDER BY d.id;
+  JOIN webhook_inbox.sources s ON s.id = d.source_id WHERE s.name = 'sw_down' ORDER BY d.id;
 SELECT pages, listed, differences, repaired FROM webhook_inbox.sweep_runs WHERE id = :inc_run;
 SELECT * FROM webhook_inbox._sweep_events(:inc_run, 'not json');
 SELECT * FROM webhook_inbox._sweep_events(:inc_run, '{"object":"list"}');
@@ -72,7 +73,7 @@ SELECT status, incomplete_reason LIKE 'the checkpoint (%) is older than the prov
 SELECT checkpoint < now() - interval '39 days' AS checkpoint_kept FROM webhook_inbox.sweep_checkpoints
  WHERE source_id = :id AND layer = 'incremental';
 SELECT object_type, last_status, last_layer, last_incomplete_reason IS NOT NULL AS has_reason, last_full_pass IS NOT NULL AS had_full
-  FROM webhook_inbox.sweep_health WHERE source = 'sw_layers';
+  FROM webhook_inbox.sweep_health WHERE source = 'sw_down';
 
 -- counters: the worker is off in this suite, so nothing was counted
 SELECT claimed, fetched, saved, stale, ties, backward, retries, quarantined, repairs
