@@ -19,6 +19,7 @@ use SimTest qw(poll_until);
 my $sim = start_sim('--seed', '3', '--objects', '20', '--events', '60', '--stripe', 'acct:whsec_sp');
 my $node = worker_node('search_path', qq{
 webhook_inbox.sweep_interval = 1s
+webhook_inbox.full_sweep_interval = 1s
 webhook_inbox.fetch_delay = 0
 });
 
