@@ -46,7 +46,8 @@ ISOLATION_OPTS = --inputdir=regress --outputdir=regress/out_isolation \
 TAP_TESTS = 1
 PROVE_TESTS ?= $(sort $(wildcard regress/t/*.pl))
 PROVE_FLAGS = --timer
-EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES)
+EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES) \
+	$(EXTENSION)-*.zip
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -83,7 +84,7 @@ all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
 install: install-subdirs install-man
 clean: clean-subdirs
 
-.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz print-sql-parts \
+.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz print-sql-parts dist \
 	installcheck-regress installcheck-isolation installcheck-tap
 subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
@@ -102,6 +103,16 @@ installcheck-isolation:
 	$(pg_isolation_regress_installcheck) $(ISOLATION_OPTS) $(ISOLATION)
 installcheck-tap:
 	$(prove_installcheck)
+
+# The PGXN distribution: the committed tree (HEAD) plus what make generates
+# from it (META.json, the control file, the release's scripts, man pages).
+DIST = $(EXTENSION)-$(EXT_VERSION)
+dist: all
+	git archive --format=zip --prefix=$(DIST)/ $(addprefix --add-file=,META.json $(EXTENSION).control) \
+		--prefix=$(DIST)/sql/ $(addprefix --add-file=,$(DATA_built)) \
+		--prefix=$(DIST)/man/ $(addprefix --add-file=,$(MAN_PAGES)) \
+		--prefix=$(DIST)/ -o $(DIST).zip HEAD
+	@echo $(DIST).zip
 
 # For the tests: the fragments, in order.
 print-sql-parts:
