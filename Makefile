@@ -84,7 +84,7 @@ all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
 install: install-subdirs install-man
 clean: clean-subdirs
 
-.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz print-sql-parts dist \
+.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz print-sql-parts dist deb \
 	installcheck-regress installcheck-isolation installcheck-tap
 subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
@@ -117,6 +117,10 @@ dist: all
 # For the tests: the fragments, in order.
 print-sql-parts:
 	@echo $(SQL_PARTS)
+
+# Debian packages, built out of a copy of the tree into build/deb.
+deb:
+	@scripts/deb.sh
 
 # The README's two commands.
 test:

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make test: installs what is missing, builds, installs, and runs every
-# suite (pg_regress, isolation, TAP), each on private servers.  Exits
-# non-zero if any suite failed; the TAP runner's summary comes last.
+# suite (pg_regress, isolation, TAP, package), each on private servers.
+# Exits non-zero if any suite failed; the TAP runner's summary comes last.
+# The package suite (scripts/test-package.sh) builds the Debian packages and
+# tests their files; WI_PACKAGE_INSTALL=dpkg makes it dpkg -i them (CI).
 #
 # While developing, WI_SUITES="regress tap" picks suites and
 # PROVE_TESTS="regress/t/300_worker_shuffle.pl …" picks TAP files.
@@ -27,8 +29,12 @@ chown -R "$RUN_USER" "$WORK"
 chmod 755 "$WORK"
 
 failed=""
-for suite in ${WI_SUITES:-regress isolation tap}; do
+for suite in ${WI_SUITES:-regress isolation tap package}; do
 	echo "=== $suite ==="
+	if [ "$suite" = package ]; then
+		scripts/test-package.sh || failed="$failed package"
+		continue
+	fi
 	if ! as_user make -C "$WORK" -s "installcheck-$suite" ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"}; then
 		failed="$failed $suite"
 		for f in "$WORK"/regress/out/regression.diffs "$WORK"/regress/out_isolation/regression.diffs; do
