@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES="postgresql-15 postgresql-server-dev-15 libevent-dev libcurl4-openssl-dev libssl-dev
 libpq-dev libipc-run-perl make gcc clang libclang-rt-14-dev curl
-debhelper postgresql-server-dev-all dpkg-dev pkg-config man-db groff-base"
+debhelper postgresql-server-dev-all dpkg-dev pkg-config man-db groff-base nodejs"
 
 missing=""
 for p in $PACKAGES; do
@@ -13,6 +13,8 @@ for p in $PACKAGES; do
 		missing="$missing $p"
 	fi
 done
+# npm comes with some nodejs builds and is its own package in Debian's
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 [ -z "$missing" ] && exit 0
 
 echo "installing:$missing"

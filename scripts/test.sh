@@ -24,7 +24,7 @@ make -s all || exit 1
 make -s install PREFIX="$WORK/prefix" >/dev/null || exit 1
 export WI_PREFIX="$WORK/prefix"
 tar -C "$ROOT" --exclude=.git --exclude=.run --exclude=regress/out --exclude=regress/out_isolation \
-	--exclude=tmp_check --exclude=./debian/tmp -cf - . | tar -C "$WORK" -xf -
+	--exclude=tmp_check --exclude=./debian/tmp --exclude=node_modules -cf - . | tar -C "$WORK" -xf -
 chown -R "$RUN_USER" "$WORK"
 chmod 755 "$WORK"
 

@@ -74,6 +74,7 @@ struct sim_api
 	int			port;
 	char	   *api_token;
 	int			no_effect_lookup;
+	FILE	   *request_log;
 	status_fn	status;
 	void	   *status_arg;
 
@@ -291,6 +292,42 @@ count(id_map *mp, const char *key)
 	long		n = idmap_get(mp, key);
 
 	idmap_put(mp, key, n < 0 ? 1 : n + 1);
+}
+
+/*
+ * One line per provider API request: the method and path?query as received,
+ * and for a POST its form body (one line of name=value pairs), so that a
+ * checker can compare every request a client sent with the provider's SDK.
+ */
+static void
+log_request(sim_api *api, struct evhttp_request *req)
+{
+	static const char *const names[] = {"GET", "POST", "HEAD", "PUT", "DELETE", "OPTIONS",
+	"TRACE", "CONNECT", "PATCH"};
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	const char *name = "OTHER";
+	int			i;
+
+	if (api->request_log == NULL)
+		return;
+	for (i = 0; i < 9; i++)
+		if (m == (enum evhttp_cmd_type) (1 << i))
+			name = names[i];
+	fprintf(api->request_log, "%s %s", name, evhttp_request_get_uri(req));
+	if (m == EVHTTP_REQ_POST)
+	{
+		struct evbuffer *in = evhttp_request_get_input_buffer(req);
+		size_t		len = evbuffer_get_length(in);
+		char	   *body = xmalloc(len + 1);
+
+		evbuffer_copyout(in, body, len);
+		body[len] = '\0';
+		if (len > 0 && strcspn(body, " \r\n") == len)
+			fprintf(api->request_log, " %s", body);
+		free(body);
+	}
+	fputc('\n', api->request_log);
+	fflush(api->request_log);
 }
 
 /* ---------- faults ---------- */
@@ -1086,6 +1123,7 @@ request_cb(struct evhttp_request *req, void *arg)
 		handle_sim(api, req, u.path);
 		goto done;
 	}
+	log_request(api, req);
 	route_request(evhttp_request_get_command(req), u.path, &rt);
 	if (rt.kind == R_NOT_FOUND || rt.kind == R_BAD_METHOD)
 	{
@@ -1150,6 +1188,15 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	snprintf(api->host, sizeof(api->host), "%s", host);
 	api->api_token = opt->api_token ? xstrdup(opt->api_token) : NULL;
 	api->no_effect_lookup = opt->no_effect_lookup;
+	if (opt->request_log)
+	{
+		api->request_log = fopen(opt->request_log, "w");
+		if (api->request_log == NULL)
+		{
+			snprintf(err, errlen, "cannot open request log \"%s\"", opt->request_log);
+			goto err;
+		}
+	}
 	api->status = status;
 	api->status_arg = status_arg;
 	rng_seed(&api->fault_rng, opt->seed ^ 0xfa017ULL);
@@ -1207,6 +1254,8 @@ api_stop(sim_api *api)
 		free(api->idem[i].response);
 	}
 	free(api->idem);
+	if (api->request_log)
+		fclose(api->request_log);
 	idmap_free(&api->fetches);
 	idmap_free(&api->effects);
 	idmap_free(&api->idem_index);

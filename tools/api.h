@@ -34,6 +34,7 @@ typedef struct api_options
 {
 	const char *api_token;		/* NULL: no auth */
 	int			no_effect_lookup;
+	const char *request_log;	/* file: one line per API request, or NULL */
 	uint64_t	seed;			/* of the fault draws */
 } api_options;
 

@@ -104,6 +104,7 @@ serve_help(void)
 		 "  --listen HOST:PORT       address of the read API (port 0 picks a free one)\n"
 		 "  --api-token T            require Authorization: Bearer T / X-Shopify-Access-Token: T\n"
 		 "  --no-effect-lookup       GET /v1/idempotency/{key} always answers 404\n"
+		 "  --request-log FILE       one line per API request: METHOD path?query [form body]\n"
 		 "  --fault-429 SHARE        answer 429 to SHARE of API calls\n"
 		 "  --retry-after SECS       Retry-After of injected 429s (default 1)\n"
 		 "  --fault-5xx SHARE        answer 500 or 503 to SHARE of API calls\n"
@@ -299,6 +300,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"fault-5xx", required_argument, NULL, 20},
 		{"slow", required_argument, NULL, 21},
 		{"fault-drop-after-accept", required_argument, NULL, 22},
+		{"request-log", required_argument, NULL, 23},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -466,6 +468,9 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 					o->nfaults++;
 					break;
 				}
+			case 23:
+				o->api.request_log = optarg;
+				break;
 			default:
 				return option_error(CMD, argc, argv, ch);
 		}
