@@ -96,8 +96,6 @@ DECLARE
 	x_token bigint[] := '{}';
 	x_outcome text[] := '{}';
 	bad record;
-	v record;
-	res text;
 BEGIN
 	/*
 	 * The claims' leases, locked in token order (no deadlock between
@@ -180,16 +178,15 @@ BEGIN
 	SELECT d_id || coalesce(array_agg(e.id) FILTER (WHERE e.decide), '{}'),
 		   d_token || coalesce(array_agg(e.claim_token) FILTER (WHERE e.decide), '{}'),
 		   d_status || coalesce(array_agg('done'::text) FILTER (WHERE e.decide), '{}'),
-		   d_reason || coalesce(array_agg(CASE WHEN n.first_event_id IS NULL
+		   d_reason || coalesce(array_agg(CASE WHEN NOT e.recorded
 				THEN 'duplicate: occurrence already recorded' END) FILTER (WHERE e.decide), '{}'),
-		   d_outcome || coalesce(array_agg(CASE WHEN n.first_event_id IS NULL THEN 'duplicate'
-				ELSE 'recorded' END) FILTER (WHERE e.decide), '{}'),
-		   x_token || coalesce(array_agg(e.claim_token) FILTER (WHERE NOT e.decide
-				AND n.first_event_id IS NOT NULL), '{}'),
-		   x_outcome || coalesce(array_agg('recorded'::text) FILTER (WHERE NOT e.decide
-				AND n.first_event_id IS NOT NULL), '{}')
+		   d_outcome || coalesce(array_agg(CASE WHEN e.recorded THEN 'recorded' ELSE 'duplicate' END)
+				FILTER (WHERE e.decide), '{}'),
+		   x_token || coalesce(array_agg(e.claim_token) FILTER (WHERE NOT e.decide AND e.recorded), '{}'),
+		   x_outcome || coalesce(array_agg('recorded'::text) FILTER (WHERE NOT e.decide AND e.recorded), '{}')
 	  INTO d_id, d_token, d_status, d_reason, d_outcome, x_token, x_outcome
-	  FROM ranked e LEFT JOIN ins n ON n.first_event_id = e.id AND n.kind = e.kind;
+	  /* an event records at most one occurrence: its id says which were new (a hashed lookup) */
+	  FROM (SELECT r.*, r.id IN (SELECT n.first_event_id FROM ins n) AS recorded FROM ranked r) e;
 
 	/*
 	 * Machines.  Each event's outcome depends on the status the one before
@@ -214,17 +211,36 @@ BEGIN
 		RAISE EXCEPTION 'machine "%" does not exist', bad.machine
 			USING ERRCODE = 'undefined_object', HINT = 'Insert its edges into webhook_inbox.machines.';
 	END IF;
+	SELECT i.object_id, i.provider_version INTO bad
+	  FROM webhook_inbox.inbox i
+	 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'version'
+	   AND (i.object_id = '' OR i.object_type = '' OR i.provider_version = 'NaN'::numeric)
+	 LIMIT 1;
+	IF FOUND THEN
+		IF bad.object_id = '' THEN
+			RAISE EXCEPTION 'object_type and object_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		RAISE EXCEPTION 'version must be a number, not NaN' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	/*
+	 * The mirror rows of every machine and version object, created where
+	 * missing and locked in key order (no deadlock between workers), before
+	 * either walk reads them.
+	 */
 	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status)
-	SELECT DISTINCT i.source_id, i.object_type, i.object_id, 'unknown'
-	  FROM webhook_inbox.inbox i JOIN webhook_inbox.routes r ON r.id = i.route_id
-	 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine'
-	   AND r.machine IS NOT NULL AND i.status_value IS NOT NULL
-	 ORDER BY 1, 2, 3
+	SELECT DISTINCT ON (i.source_id, i.object_type, i.object_id) i.source_id, i.object_type, i.object_id,
+		   CASE WHEN i.strategy = 'machine' THEN 'unknown' END
+	  FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
+	   AND (i.strategy = 'version'
+			OR (i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL))
+	 ORDER BY i.source_id, i.object_type, i.object_id, i.strategy = 'machine' DESC
 	ON CONFLICT DO NOTHING;
 	PERFORM 1 FROM webhook_inbox.objects o
 	 WHERE (o.source_id, o.object_type, o.object_id) IN (
 			SELECT i.source_id, i.object_type, i.object_id FROM webhook_inbox.inbox i
-			 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine')
+			 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
+			   AND i.strategy IN ('machine', 'version'))
 	 ORDER BY o.source_id, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	WITH RECURSIVE ev AS (
@@ -280,42 +296,96 @@ BEGIN
 	  FROM walk w;
 
 	/*
-	 * Versions, per event in provider order through upsert_object() (the
-	 * tie rule and the fence live there): each save's outcome depends on the
-	 * one before it for the same object.
+	 * Versions: the same walk, by upsert_object()'s rules (guard.c): a
+	 * strictly newer version is applied, an older one is stale, an equal one
+	 * a duplicate if its content is identical and otherwise a tie (fetched
+	 * when the source has a read API, else quarantined ambiguous_tie); a
+	 * tombstone is final; without a version, the event is the present.  The
+	 * walk starts at each object's stored state (row 0) and carries the state
+	 * each applied event leaves; then the mirror and the transitions are
+	 * written in one statement.
 	 */
-	FOR v IN SELECT i.id, i.claim_token, i.object_type, i.object_id, i.provider_version, i.status_value,
-					i.payload, coalesce(r.tombstone, false) AS tombstone, s.name AS source_name,
-					s.api_base IS NOT NULL AS readable
-			   FROM webhook_inbox.inbox i
-			   JOIN webhook_inbox.sources s ON s.id = i.source_id
-			   LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
-			  WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'version'
-			  ORDER BY i.claim_token, i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id
-	LOOP
-		CONTINUE WHEN v.claim_token = ANY (fenced);
-		res := webhook_inbox.upsert_object(v.source_name, v.object_type, v.object_id, v.provider_version,
-			CASE WHEN v.tombstone THEN NULL ELSE v.status_value END,
-			CASE WHEN v.tombstone THEN NULL ELSE v.payload END,
-			v.claim_token, v.tombstone, 'event ' || v.id, v.id);
-		IF res = 'fenced' THEN
-			fenced := fenced || v.claim_token;
-		ELSIF res = 'tie' AND v.readable THEN
-			/* equal version, different content: only the present can tell */
-			x_token := x_token || v.claim_token || v.claim_token;
-			x_outcome := x_outcome || 'tie'::text || 'need_fetch'::text;
-		ELSE
-			d_id := d_id || v.id;
-			d_token := d_token || v.claim_token;
-			d_status := d_status || CASE res WHEN 'tie' THEN 'quarantined' WHEN 'stale' THEN 'ignored'
-				ELSE 'done' END;
-			d_reason := d_reason || CASE res
+	WITH RECURSIVE ev AS (
+		SELECT i.id, i.claim_token, i.source_id, i.object_type, i.object_id, i.provider_version AS ver,
+			   coalesce(r.tombstone, false) AS del,
+			   CASE WHEN coalesce(r.tombstone, false) THEN NULL ELSE i.status_value END AS st,
+			   CASE WHEN coalesce(r.tombstone, false) THEN NULL ELSE i.payload END AS state,
+			   s.api_base IS NOT NULL AS readable,
+			   row_number() OVER (PARTITION BY i.claim_token
+								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
+		  FROM webhook_inbox.inbox i
+		  JOIN webhook_inbox.sources s ON s.id = i.source_id
+		  LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+		 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'version'),
+	walk AS (
+		SELECT c.claim_token, c.source_id, c.object_type, c.object_id, 0::bigint AS rn,
+			   NULL::bigint AS id, NULL::text AS res, false AS readable, NULL::text AS from_st,
+			   NULL::numeric AS ev_ver, NULL::text AS ev_st, NULL::bigint AS last_id,
+			   o.status AS st, o.version AS ver, o.state, o.deleted AS del,
+			   (o.status IS NULL AND o.version IS NULL AND o.state IS NULL AND NOT o.deleted) AS fresh
+		  FROM (SELECT DISTINCT e.claim_token, e.source_id, e.object_type, e.object_id FROM ev e) c
+		  JOIN webhook_inbox.objects o
+			ON o.source_id = c.source_id AND o.object_type = c.object_type AND o.object_id = c.object_id
+		UNION ALL
+		SELECT w.claim_token, w.source_id, w.object_type, w.object_id, e.rn, e.id, d.res, e.readable,
+			   CASE WHEN w.del THEN 'deleted' ELSE w.st END, e.ver, e.st,
+			   CASE WHEN d.res = 'applied' THEN e.id ELSE w.last_id END,
+			   CASE WHEN d.res = 'applied' THEN coalesce(e.st, w.st) ELSE w.st END,
+			   CASE WHEN d.res = 'applied' THEN coalesce(e.ver, w.ver) ELSE w.ver END,
+			   CASE WHEN d.res = 'applied' THEN coalesce(e.state, w.state) ELSE w.state END,
+			   CASE WHEN d.res = 'applied' THEN e.del ELSE w.del END,
+			   w.fresh AND d.res <> 'applied'
+		  FROM walk w
+		  JOIN ev e ON e.claim_token = w.claim_token AND e.rn = w.rn + 1
+		 CROSS JOIN LATERAL (
+			SELECT NOT w.fresh AND w.del = e.del AND (e.st IS NULL OR e.st = w.st)
+				   AND (e.state IS NULL OR (w.state IS NOT NULL AND e.state = w.state)) AS same) q
+		 CROSS JOIN LATERAL (
+			SELECT CASE WHEN w.fresh THEN 'applied'
+						WHEN e.ver IS NULL THEN CASE WHEN q.same THEN 'duplicate' ELSE 'applied' END
+						WHEN w.del AND NOT e.del THEN 'stale'
+						WHEN w.ver IS NULL OR e.ver > w.ver THEN 'applied'
+						WHEN e.ver < w.ver THEN 'stale'
+						WHEN q.same THEN 'duplicate'
+						ELSE 'tie' END AS res) d),
+	last AS (
+		SELECT DISTINCT ON (w.claim_token) w.*
+		  FROM walk w
+		 WHERE EXISTS (SELECT 1 FROM walk a WHERE a.claim_token = w.claim_token AND a.res = 'applied')
+		 ORDER BY w.claim_token, w.rn DESC),
+	upd AS (
+		UPDATE webhook_inbox.objects x
+		   SET status = f.st, version = f.ver, state = f.state, deleted = f.del,
+			   fence_token = greatest(x.fence_token, f.claim_token), last_event_id = coalesce(f.last_id, x.last_event_id),
+			   updated_at = now()
+		  FROM last f
+		 WHERE x.source_id = f.source_id AND x.object_type = f.object_type AND x.object_id = f.object_id),
+	tr AS (
+		/* the status change of each applied event, a deletion counting as one */
+		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
+											   version, cause, event_id)
+		SELECT w.source_id, w.object_type, w.object_id, w.from_st, t.to_st, w.ev_ver, 'event ' || w.id, w.id
+		  FROM walk w
+		 CROSS JOIN LATERAL (SELECT CASE WHEN w.del THEN 'deleted' ELSE w.ev_st END AS to_st) t
+		 WHERE w.res = 'applied' AND t.to_st IS NOT NULL AND t.to_st IS DISTINCT FROM w.from_st
+		 ORDER BY w.claim_token, w.rn),
+	decided AS (
+		SELECT w.* FROM walk w WHERE w.rn > 0 AND NOT (w.res = 'tie' AND w.readable))
+	SELECT d_id || coalesce((SELECT array_agg(x.id) FROM decided x), '{}'),
+		   d_token || coalesce((SELECT array_agg(x.claim_token) FROM decided x), '{}'),
+		   d_status || coalesce((SELECT array_agg(CASE x.res WHEN 'tie' THEN 'quarantined'
+				WHEN 'stale' THEN 'ignored' ELSE 'done' END) FROM decided x), '{}'),
+		   d_reason || coalesce((SELECT array_agg(CASE x.res
 				WHEN 'tie' THEN 'ambiguous_tie: equal version with different content and no read API'
-				WHEN 'stale' THEN 'stale: a newer version is stored' END;
-			d_outcome := d_outcome || res;
-		END IF;
-	END LOOP;
-
+				WHEN 'stale' THEN 'stale: a newer version is stored' END) FROM decided x), '{}'),
+		   d_outcome || coalesce((SELECT array_agg(x.res) FROM decided x), '{}'),
+		   /* equal version, different content: only the present can tell */
+		   x_token || coalesce((SELECT array_agg(w.claim_token) FROM walk w, (VALUES (1), (2)) k(k)
+								  WHERE w.res = 'tie' AND w.readable), '{}'),
+		   x_outcome || coalesce((SELECT array_agg(CASE k.k WHEN 1 THEN 'tie' ELSE 'need_fetch' END)
+								   FROM walk w, (VALUES (1), (2)) k(k)
+								  WHERE w.res = 'tie' AND w.readable), '{}')
+	  INTO d_id, d_token, d_status, d_reason, d_outcome, x_token, x_outcome;
 	/*
 	 * What complete() and quarantine() do, for every decided event of the
 	 * round in one statement (the leases are ours, locked above), and the
