@@ -124,6 +124,78 @@ outcomes() {
 	      WHERE s.name = '$1' GROUP BY 1 ORDER BY 1) x"
 }
 
+# ---- the reference: PgQ's batch consumer on the same events ----
+# The same refund.created bodies go into a PgQ queue (a tick per 1000
+# events, as a ticker would make them); the consumer takes each batch and
+# records its refunds insert-once in one statement.  That is what
+# set-based consumption inside PostgreSQL costs on this machine, now.
+q -c "CREATE EXTENSION IF NOT EXISTS pgq" \
+  -c "SELECT pgq.create_queue('bench_q')" -c "SELECT pgq.register_consumer('bench_q', 'bench_c')" \
+  -c "SELECT pgq.set_queue_config('bench_q', 'ticker_max_count', '1000')" >/dev/null
+q <<'SQL' >/dev/null
+CREATE TABLE bench.pgq_occurrences (occurrence_id text PRIMARY KEY, amount bigint, currency text,
+	payload jsonb, first_event_id bigint);
+CREATE PROCEDURE bench.pgq_load(n integer) LANGUAGE plpgsql AS $$
+DECLARE
+	k integer := 0;
+BEGIN
+	WHILE k < n LOOP
+		PERFORM pgq.insert_event('bench_q', 'refund.created', bench.occurrence_body(nextval('bench.ids')))
+		   FROM generate_series(1, least(1000, n - k));
+		k := k + 1000;
+		COMMIT;
+		PERFORM pgq.ticker('bench_q');
+		COMMIT;
+	END LOOP;
+	PERFORM pgq.force_tick('bench_q');
+	COMMIT;
+	PERFORM pgq.ticker('bench_q');
+END
+$$;
+CREATE PROCEDURE bench.pgq_drain() LANGUAGE plpgsql AS $$
+DECLARE
+	b bigint;
+BEGIN
+	LOOP
+		b := pgq.next_batch('bench_q', 'bench_c');
+		EXIT WHEN b IS NULL;
+		INSERT INTO bench.pgq_occurrences (occurrence_id, amount, currency, payload, first_event_id)
+		SELECT d #>> '{data,object,id}', (d #>> '{data,object,amount}')::bigint,
+			   d #>> '{data,object,currency}', d #> '{data,object}', x.ev_id
+		  FROM (SELECT e.ev_id, e.ev_data::jsonb AS d FROM pgq.get_batch_events(b) e) x
+		ON CONFLICT DO NOTHING;
+		PERFORM pgq.finish_batch(b);
+		COMMIT;
+	END LOOP;
+END
+$$;
+SQL
+q -c "CALL bench.pgq_load($DRAIN_EVENTS)" >/dev/null
+t0=$(now_s)
+q -c "CALL bench.pgq_drain()" >/dev/null
+t1=$(now_s)
+pgq_n=$(q -c "SELECT count(*) FROM bench.pgq_occurrences")
+pgq=$(awk -v n="$pgq_n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", n / (b - a) }')
+echo "  PgQ batch consumer: $pgq_n refunds recorded insert-once at $pgq ev/s" >&2
+add_result reference "PgQ batch consumer, occurrence" "$pgq" "ev/s" "-" "-" "-" "-"
+
+# ---- the other reference: Graphile Worker draining jobs that do nothing ----
+# From npm into the work directory (bench/ only; never part of the product).
+graphile="-"
+if command -v npm >/dev/null && command -v node >/dev/null; then
+	mkdir -p "$BENCH_WORK/graphile"
+	cp "$BENCH_DIR/graphile/package.json" "$BENCH_DIR/graphile/drain.js" "$BENCH_WORK/graphile/"
+	if (cd "$BENCH_WORK/graphile" && npm install --no-audit --no-fund --silent >/dev/null 2>&1); then
+		graphile=$(node "$BENCH_WORK/graphile/drain.js" \
+			"postgresql:///bench?host=$SOCK&port=$BENCH_PGPORT&user=postgres" "$DRAIN_EVENTS" 4 2>"$BENCH_WORK/graphile.err") \
+			|| { echo "  graphile-worker drain failed: $(tail -3 "$BENCH_WORK/graphile.err")" >&2; graphile="-"; }
+	else
+		echo "  graphile-worker could not be installed from npm; its reference is left out" >&2
+	fi
+fi
+echo "  Graphile Worker no-op drain: $graphile jobs/s" >&2
+add_result reference "Graphile Worker no-op drain" "$graphile" "jobs/s" "-" "-" "-" "-"
+
 for strategy in occurrence machine version fetch; do
 	case "$strategy" in
 	occurrence) src=occ; n=$DRAIN_EVENTS; target=">= 5000 ev/s"; op=">="; lim=5000 ;;
@@ -146,6 +218,15 @@ for strategy in occurrence machine version fetch; do
 	met="-"
 	[ -n "$op" ] && met=$(check "$w" "$op" "$lim")
 	add_result worker "drain $strategy (worker)" "$w" "ev/s" "same cycle from SQL alone" "$s" "$target" "$met"
+	case "$strategy" in
+	occurrence) rlim=0.25 ;;
+	machine|version) rlim=0.1 ;;
+	*) rlim="" ;;
+	esac
+	r=$(fdiv "$w" "$pgq")
+	add_result worker "  $strategy / PgQ" "$r" "x" "PgQ batch consumer" "$pgq" "${rlim:+>= $rlim x}" \
+		"$([ -n "$rlim" ] && check "$r" '>=' "$rlim" || echo -)"
+	add_result worker "  $strategy / Graphile no-op" "$(fdiv "$w" "$graphile")" "x" "Graphile Worker no-op" "$graphile" "-" "-"
 done
 
 # ---- latency from intake commit to processed at a steady 100 events/s ----
@@ -218,3 +299,59 @@ ratio=$(fdiv "$held" "$free")
 echo "  held-back vacuum: $held ev/s with a transaction open, $free ev/s without" >&2
 add_result vacuum "drain occurrence with xact held open" "$held" "ev/s" "same drain with nothing held" "$free" "-" "-"
 add_result vacuum "  ratio held / free" "$ratio" "x" "-" "-" ">= 0.8" "$(check "$ratio" '>=' 0.8)"
+
+# ---- history: the same work with HISTORY_EVENTS processed events kept ----
+# A drain of HISTORY_DRAIN new occurrence events and intake's ceiling
+# (pgbench, 4 clients, one intake() per transaction) on the inbox as it is,
+# then the same two after HISTORY_EVENTS done events (and their deliveries)
+# were added in one set-based statement each, with ids from the same
+# sequence as the live events, so they interleave in the dedupe index as
+# real traffic does.  Ratios near 1 mean history costs nothing per event.
+HISTORY_EVENTS="${HISTORY_EVENTS:-5000000}"
+HISTORY_DRAIN="${HISTORY_DRAIN:-10000}"
+INTAKE_SECONDS="${INTAKE_SECONDS:-10}"
+intake_ceiling() {
+	pgbench -n -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c 4 -j 2 -T "$INTAKE_SECONDS" \
+		-f "$BENCH_WORK/one_intake.sql" bench 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+history_pass() {
+	load occurrence occ "$HISTORY_DRAIN"
+	drain_worker occ
+}
+q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" >/dev/null
+h0_drain=$(history_pass)
+h0_intake=$(intake_ceiling)
+q -c "UPDATE webhook_inbox.inbox SET status = 'done', processed_at = now(), updated_at = now()
+      WHERE status IN ('pending', 'retry')" >/dev/null
+echo "  history: empty-ish inbox: drain $h0_drain ev/s, intake ceiling $h0_intake/s; adding $HISTORY_EVENTS processed events" >&2
+t0=$(now_s)
+q <<SQL >/dev/null
+INSERT INTO webhook_inbox.inbox (source_id, event_id, event_type, object_type, object_id, strategy,
+	route_id, route_version, provider_time, payload, body_sha256, status, reason, received_at, processed_at,
+	updated_at, decided_route, decided_route_version)
+SELECT s.id, 'evt_o' || n, 'refund.created', 'refund', 're_' || n, 'occurrence', r.id, r.version,
+	   to_timestamp(1767225600 + n), bench.occurrence_body(n)::jsonb, sha256(convert_to(n::text, 'UTF8')), 'done',
+	   NULL, now() - interval '30 days' + n * interval '0.5 second' / 1000,
+	   now() - interval '30 days' + n * interval '0.5 second' / 1000,
+	   now() - interval '30 days' + n * interval '0.5 second' / 1000, r.id, r.version
+  FROM webhook_inbox.sources s, webhook_inbox.routes r,
+	   (SELECT nextval('bench.ids') AS n FROM generate_series(1, $HISTORY_EVENTS)) g
+ WHERE s.name = 'occ' AND r.source_kind = 'stripe' AND r.event_type = 'refund.created';
+INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, received_at, body_sha256, body_size, outcome)
+SELECT i.source_id, i.event_id, NULL, i.received_at, i.body_sha256, 300, 'new'
+  FROM webhook_inbox.inbox i WHERE i.event_type = 'refund.created' AND i.received_at < now() - interval '1 day';
+SQL
+q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" >/dev/null
+t1=$(now_s)
+sizes=$(q -c "SELECT pg_size_pretty(pg_total_relation_size('webhook_inbox.inbox')) || ' inbox, ' ||
+	pg_size_pretty(pg_total_relation_size('webhook_inbox.deliveries')) || ' deliveries'")
+echo "  history: $HISTORY_EVENTS events added in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }') s ($sizes)" >&2
+h1_drain=$(history_pass)
+h1_intake=$(intake_ceiling)
+echo "  history: with $HISTORY_EVENTS processed events: drain $h1_drain ev/s, intake ceiling $h1_intake/s" >&2
+hr_drain=$(fdiv "$h1_drain" "$h0_drain")
+hr_intake=$(fdiv "$h1_intake" "$h0_intake")
+add_result history "drain occurrence, $HISTORY_EVENTS events of history" "$h1_drain" "ev/s" "same drain, no history" "$h0_drain" "-" "-"
+add_result history "  ratio with / without history" "$hr_drain" "x" "-" "-" ">= 0.9" "$(check "$hr_drain" '>=' 0.9)"
+add_result history "intake ceiling, $HISTORY_EVENTS events of history" "$h1_intake" "rows/s" "same, no history" "$h0_intake" "-" "-"
+add_result history "  ratio with / without history" "$hr_intake" "x" "-" "-" ">= 0.9" "$(check "$hr_intake" '>=' 0.9)"

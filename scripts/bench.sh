@@ -14,6 +14,14 @@ if ! command -v wrk >/dev/null; then
 	$SUDO apt-get update -qq
 	$SUDO apt-get install -y -qq --no-install-recommends wrk >/dev/null
 fi
+# PgQ: the reference the worker's drains are printed against
+if ! dpkg-query -W -f='${Status}' postgresql-15-pgq3 2>/dev/null | grep -q "install ok installed"; then
+	echo "installing: postgresql-15-pgq3"
+	if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=""; fi
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -qq
+	$SUDO apt-get install -y -qq --no-install-recommends postgresql-15-pgq3 >/dev/null
+fi
 for tool in pgbench perl python3 curl; do
 	command -v "$tool" >/dev/null || { echo "error: $tool is missing" >&2; exit 1; }
 done

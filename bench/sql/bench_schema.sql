@@ -64,8 +64,8 @@ $$;
 
 /*
  * The worker's cycle from SQL alone, with the worker's transaction shape:
- * one transaction claims up to batch objects, then one transaction per
- * object runs _work_claim(); a claim that needs a fetch is saved with
+ * one transaction claims up to batch objects, one more runs _work_round()
+ * over all of them; a claim that needs a fetch is saved with
  * _save_fetched() from the newest event's own data.object instead of an
  * HTTP answer.  Returns when nothing is claimable.
  */
@@ -73,8 +73,8 @@ CREATE PROCEDURE bench.drain_sql(batch integer DEFAULT 100)
 LANGUAGE plpgsql AS $$
 DECLARE
 	tokens bigint[];
+	fetches bigint[];
 	t bigint;
-	w record;
 	body text;
 BEGIN
 	LOOP
@@ -82,16 +82,15 @@ BEGIN
 		  FROM webhook_inbox.claim('sql', batch, '30 seconds') c;
 		COMMIT;
 		EXIT WHEN tokens IS NULL;
-		FOREACH t IN ARRAY tokens LOOP
-			SELECT * INTO w FROM webhook_inbox._work_claim(t);
+		SELECT coalesce(array_agg(w.token) FILTER (WHERE w.outcome = 'need_fetch'), '{}') INTO fetches
+		  FROM webhook_inbox._work_round(tokens) w;
+		COMMIT;
+		FOREACH t IN ARRAY fetches LOOP
+			SELECT (i.payload #> '{data,object}')::text INTO body
+			  FROM webhook_inbox.inbox i WHERE i.claim_token = t
+			 ORDER BY i.id DESC LIMIT 1;
+			PERFORM webhook_inbox._save_fetched(t, 200, body, '$', '$.status', NULL);
 			COMMIT;
-			IF w.need_fetch THEN
-				SELECT (i.payload #> '{data,object}')::text INTO body
-				  FROM webhook_inbox.inbox i WHERE i.claim_token = t
-				 ORDER BY i.id DESC LIMIT 1;
-				PERFORM webhook_inbox._save_fetched(t, 200, body, '$', '$.status', NULL);
-				COMMIT;
-			END IF;
 		END LOOP;
 	END LOOP;
 END
