@@ -66,7 +66,7 @@ PREFIX ?= /usr/local
 sql/$(EXTENSION)--$(EXT_VERSION).sql: $(SQL_PARTS)
 	cat $^ > $@
 
-sql/$(EXTENSION)--%--$(EXT_VERSION).sql: sql/upgrade/%--$(EXT_VERSION).sql $(SQL_PARTS) scripts/upgrade-script.pl
+sql/$(EXTENSION)--%--$(EXT_VERSION).sql: sql/upgrade/%--$(EXT_VERSION).sql $(SQL_PARTS) scripts/upgrade-script.pl Makefile
 	perl scripts/upgrade-script.pl --extension $(EXTENSION) --to $(EXT_VERSION) \
 		$(addprefix --rerun ,$(SQL_RERUN)) $< $(filter-out $(SQL_RERUN),$(SQL_PARTS)) > $@.tmp
 	mv $@.tmp $@
