@@ -5,18 +5,49 @@
 # pg_regress suite on a clean cluster, the upgrade from 0.1.0, the packaged
 # receiver with its packaged configuration, systemd-analyze on its unit.
 #
-# WI_PACKAGE_INSTALL=dpkg (what .ci/run sets: CI machines are disposable and
-# run this as root) installs with dpkg -i into the system and purges the
-# packages afterwards.  Otherwise (the default, for shared machines) nothing
-# is installed into the system: the packages are unpacked (dpkg-deb -x) into
-# a private root holding a copy of this machine's PostgreSQL 15, whose
-# binaries then find the packaged extension as a system install would.
+# How the packages are installed (WI_PACKAGE_INSTALL):
+#   namespace  dpkg -i in a private mount namespace whose /usr, /etc and /var
+#              are overlays: the real install (maintainer scripts, the
+#              service user, the system PostgreSQL finding the files), seen
+#              by nothing else on the machine and gone afterwards.  Needs
+#              root and overlayfs; the default when both are there.
+#   dpkg       dpkg -i into the system, dpkg --purge afterwards: for
+#              disposable machines (.ci/run sets it).
+#   extract    nothing installed: the packages are unpacked (dpkg-deb -x)
+#              into a private root holding a copy of this machine's
+#              PostgreSQL 15, whose binaries then find the packaged files as
+#              a system install would.  The default without root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$(pwd)"
 . scripts/common.sh
 
-MODE="${WI_PACKAGE_INSTALL:-extract}"
+MODE="${WI_PACKAGE_INSTALL:-auto}"
+if [ "$MODE" = auto ]; then
+	MODE=extract
+	if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null; then
+		probe="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-ovl.XXXXXX")"
+		mkdir -p "$probe/u" "$probe/w"
+		if unshare -m sh -c "mount -t overlay overlay -o lowerdir=/usr,upperdir=$probe/u,workdir=$probe/w /usr" 2>/dev/null; then
+			MODE=namespace
+		fi
+		rm -rf "$probe"
+	fi
+fi
+if [ "$MODE" = namespace ]; then
+	OVL="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-ovl.XXXXXX")"
+	echo "installing with dpkg -i in a private mount namespace (overlays in $OVL)"
+	rc=0
+	unshare -m bash -c '
+		set -e
+		for d in usr etc var; do
+			mkdir -p "$1/$d/u" "$1/$d/w"
+			mount -t overlay overlay -o "lowerdir=/$d,upperdir=$1/$d/u,workdir=$1/$d/w" "/$d"
+		done
+		WI_PACKAGE_INSTALL=dpkg WI_PACKAGE_NAMESPACE=1 exec "$2"' sh "$OVL" "$0" || rc=$?
+	rm -rf "$OVL"
+	exit "$rc"
+fi
 version="$(sed -n 's/^EXT_VERSION = //p' Makefile)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-pkg.XXXXXX")"
 chmod 755 "$WORK"
@@ -24,7 +55,7 @@ PACKAGES="postgresql-15-webhook-inbox webhook-receiver webhook-sim"
 installed=0
 cleanup()
 {
-	if [ "$installed" = 1 ]; then
+	if [ "$installed" = 1 ] && [ -z "${WI_PACKAGE_NAMESPACE:-}" ]; then
 		# shellcheck disable=SC2086
 		dpkg --purge $PACKAGES >/dev/null || echo "warning: dpkg --purge failed" >&2
 	fi

@@ -2,8 +2,8 @@
 # make test: installs what is missing, builds, installs, and runs every
 # suite (pg_regress, isolation, TAP, package), each on private servers.
 # Exits non-zero if any suite failed; the TAP runner's summary comes last.
-# The package suite (scripts/test-package.sh) builds the Debian packages and
-# tests their files; WI_PACKAGE_INSTALL=dpkg makes it dpkg -i them (CI).
+# The package suite (scripts/test-package.sh) builds the Debian packages,
+# installs them (see WI_PACKAGE_INSTALL there) and tests the installed files.
 #
 # While developing, WI_SUITES="regress tap" picks suites and
 # PROVE_TESTS="regress/t/300_worker_shuffle.pl …" picks TAP files.
