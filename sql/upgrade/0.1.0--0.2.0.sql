@@ -16,8 +16,12 @@
 -- some at its end.
 --
 -- The upgrade test (make test) installs 0.1.0 with data in every table,
--- runs ALTER EXTENSION webhook_inbox UPDATE and fails, printing the diff,
--- when the upgraded schema differs from a fresh 0.2.0 install.
+-- runs ALTER EXTENSION webhook_inbox UPDATE and fails, printing the diff
+-- ("-" a fresh 0.2.0 install, "+" the upgraded one), when the upgraded schema
+-- differs from a fresh 0.2.0 install; alone:
+--   WI_SUITES=tap PROVE_TESTS=regress/t/501_release_upgrade.pl make test
+-- The assembled script is sql/webhook_inbox--0.1.0--0.2.0.sql (make), and
+-- docs/releasing.md says how it is made.
 
 -- The worker's local work reports outcomes as (outcome, events) rows
 -- instead of one column per counter.
