@@ -1,46 +1,76 @@
 /*
  * intake.c
- *		webhook_inbox.intake(source, headers, body): the receiver's only entry.
+ *		webhook_inbox.intake_batch(sources, headers, bodies) and its
+ *		one-delivery form intake(source, headers, body): how a verified
+ *		delivery enters the inbox.
  *
  * The receiver has already verified the signature over the raw bytes; this
- * function decides what the delivery is.  It extracts the provider's stable
+ * code decides what each delivery is.  It extracts the provider's stable
  * event id by the source's kind (a header or a body field), classifies the
  * event through the routes, records the delivery attempt, and inserts the
  * inbox row once per (source, event id).
  *
- * It never raises for a bad payload: a receiver that got an error would
- * answer non-2xx and the provider would retry an authentic delivery forever.
- * A body that is not UTF-8 or not JSON, or that lacks the ids, is kept with
- * its raw bytes as 'quarantined' with a reason.  All reading of the body runs
- * in a subtransaction so that any error the JSON parser or a route's paths
- * raise (bad escapes, runaway nesting, a version that is not a number) turns
- * into such a reason.
+ * A batch is written set-based: one statement classifies every event of the
+ * batch, one inserts every inbox row, one every audit row (and, for sources
+ * whose scheme signs only the body, one records the body digests that
+ * refuse replays).  Nothing in it may raise for one delivery's content,
+ * since an error would fail its batch-mates too, so everything that depends
+ * on the bytes is checked in C first without raising: UTF-8, JSON syntax,
+ * nesting depth, number ranges, id lengths, the source being known and
+ * enabled.  What fails a check is that delivery's own outcome:
+ * 'quarantined' (an authentic body we cannot read is kept with its raw
+ * bytes) or 'refused' (nothing stored; the receiver answers 4xx).  Only the
+ * routes' paths, which users write, can still raise while classifying (a
+ * version that is not a timestamp, say); the batch's classification runs in
+ * one subtransaction and, if that fails, each event is classified on its own
+ * so that only the offending one is quarantined.
+ *
+ * Rows are written in a stable order, (source id, event id) and (source id,
+ * body digest), so that two batches on different connections that carry the
+ * same keys wait for each other in the same order and never deadlock.
  */
 #include "postgres.h"
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "common/cryptohash.h"
+#include "common/jsonapi.h"
 #include "common/sha2.h"
+#include "common/string.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "mb/pg_wchar.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_intake);
+PG_FUNCTION_INFO_V1(wi_intake_batch);
 
 #define MAX_PATH_KEYS	4
 #define MAX_REASON_LEN	200
 
+/* Limits on what a delivery may carry; each is named in its refusal. */
+#define MAX_ID_BYTES	255		/* event id, object id and type */
+#define MAX_JSON_DEPTH	512		/* nesting of arrays and objects */
+#define MAX_JSON_BYTES	(32 * 1024 * 1024)	/* larger bodies are kept raw */
+#define MAX_NUM_DIGITS	10000	/* digits of one JSON number */
+#define MAX_NUM_EXP		1000	/* magnitude of its exponent */
+
 /*
  * Where a kind keeps its ids.  Header names are lowercase; body paths are
  * key paths from the top-level object.  The first present alternative wins.
+ * body_only marks schemes whose signature covers the body alone, with no
+ * timestamp: their ids travel unsigned, so a replay is recognised by the
+ * body's digest.
  */
 typedef struct KindLayout
 {
@@ -51,53 +81,154 @@ typedef struct KindLayout
 	const char *type_paths[2][MAX_PATH_KEYS];
 	const char *type_suffix_path[MAX_PATH_KEYS];	/* appended as ".value" */
 	const char *correlation_header;
+	bool		body_only;
 } KindLayout;
 
 static const KindLayout kind_layouts[] = {
-	{"stripe", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL},
-	{"standard", {"webhook-id", "svix-id"}, {NULL}, NULL, {{"type"}}, {NULL}, NULL},
+	{"stripe", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL, false},
+	{"standard", {"webhook-id", "svix-id"}, {NULL}, NULL, {{"type"}}, {NULL}, NULL, false},
 	{"shopify", {"x-shopify-webhook-id"}, {NULL}, "x-shopify-topic", {{NULL}}, {NULL},
-	"x-shopify-event-id"},
-	{"github", {"x-github-delivery"}, {NULL}, "x-github-event", {{NULL}}, {"action"}, NULL},
-	{"razorpay", {"x-razorpay-event-id"}, {NULL}, NULL, {{"event"}}, {NULL}, NULL},
-	{"slack", {NULL}, {"event_id"}, NULL, {{"event", "type"}, {"type"}}, {NULL}, NULL},
-	{"paddle", {NULL}, {"event_id"}, NULL, {{"event_type"}}, {NULL}, NULL},
-	{"checkout", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL},
-	/* hmac: read from the source's settings, see hmac_layout() */
-	{"hmac", {NULL}, {NULL}, NULL, {{NULL}}, {NULL}, NULL},
+	"x-shopify-event-id", true},
+	{"github", {"x-github-delivery"}, {NULL}, "x-github-event", {{NULL}}, {"action"}, NULL, true},
+	{"razorpay", {"x-razorpay-event-id"}, {NULL}, NULL, {{"event"}}, {NULL}, NULL, true},
+	{"slack", {NULL}, {"event_id"}, NULL, {{"event", "type"}, {"type"}}, {NULL}, NULL, false},
+	{"paddle", {NULL}, {"event_id"}, NULL, {{"event_type"}}, {NULL}, NULL, false},
+	{"checkout", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL, true},
+	/* hmac: read from the source's settings, see read_ids(); body-only without a timestamp */
+	{"hmac", {NULL}, {NULL}, NULL, {{NULL}}, {NULL}, NULL, true},
 };
 
 /* The source row intake needs. */
 typedef struct SourceInfo
 {
+	char	   *name;
 	int32		id;
 	char	   *kind;
 	bool		enabled;
 	Jsonb	   *settings;
+	const KindLayout *layout;
+	Datum		replay_window;	/* interval; valid only if replay */
+	bool		replay;			/* digests refuse replays for this source */
 } SourceInfo;
 
-/* What reading the body produced. */
-typedef struct Extracted
+/* One delivery of a batch and everything decided about it. */
+typedef struct Row
 {
+	int			ord;			/* 1-based position in the call */
+	SourceInfo *src;			/* NULL when refused before lookup */
+	char	  **hnames;
+	char	  **hvalues;
+	int			nheaders;
+	bytea	   *body;
+	bytea	   *digest;
+
 	Jsonb	   *payload;		/* NULL if the body could not be read */
 	char	   *event_id;
 	char	   *event_type;
+	char	   *correlation_id;
+	char	   *delivery_id;
 	bool		have_route;
 	int32		route_id;
 	int32		route_version;
 	char	   *strategy;
 	char	   *object_type;
 	char	   *object_id;
-	char	   *version;		/* numeric as text */
-	char	   *provider_time;	/* timestamptz as text */
+	Datum		version;		/* numeric */
+	bool		version_null;
+	Datum		provider_time;	/* timestamptz */
+	bool		time_null;
 	char	   *status_value;
-	char	   *reason;			/* set when the event must be quarantined */
-} Extracted;
 
-static SPIPlanPtr source_plan = NULL;
+	const char *status;			/* the inbox row's status */
+	char	   *reason;			/* why quarantined, ignored or refused */
+	const char *outcome;		/* new | duplicate | quarantined | refused */
+	char	   *answer_reason;	/* the reason returned to the caller */
+	bool		replayed;		/* body digest seen within the window */
+} Row;
+
+static SPIPlanPtr sources_plan = NULL;
 static SPIPlanPtr classify_plan = NULL;
+static SPIPlanPtr seen_plan = NULL;
 static SPIPlanPtr inbox_plan = NULL;
 static SPIPlanPtr delivery_plan = NULL;
+
+/*
+ * The statements intake writes with.  Each takes one array per column and
+ * writes the whole batch; rows arrive sorted (see the file header).
+ */
+static const char *const inbox_insert_sql =
+"INSERT INTO webhook_inbox.inbox (source_id, event_id, correlation_id, event_type, "
+"object_type, object_id, strategy, route_id, route_version, provider_version, "
+"provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
+"SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[], $5::text[], "
+"$6::text[], $7::text[], $8::integer[], $9::integer[], $10::numeric[], $11::timestamptz[], "
+"$12::text[], $13::jsonb[], $14::bytea[], $15::bytea[], $16::text[], $17::text[]) "
+"ON CONFLICT (source_id, event_id) DO NOTHING RETURNING source_id, event_id";
+
+static const char *const delivery_insert_sql =
+"INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
+"body_size, outcome) "
+"SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::bytea[], $5::integer[], "
+"$6::text[])";
+
+/*
+ * A digest is new for a source when no row holds it, or the row's window has
+ * passed (then it starts a new window).  Returned rows are the new ones.
+ */
+static const char *const seen_insert_sql =
+"INSERT INTO webhook_inbox.seen_bodies AS s (source_id, body_sha256, event_id, expires_at) "
+"SELECT b.source_id, b.sha, b.event_id, now() + b.win "
+"FROM unnest($1::integer[], $2::bytea[], $3::text[], $4::interval[]) AS b(source_id, sha, event_id, win) "
+"ON CONFLICT (source_id, body_sha256) DO UPDATE "
+"SET event_id = excluded.event_id, first_seen_at = now(), expires_at = excluded.expires_at "
+"WHERE s.expires_at <= now() "
+"RETURNING source_id, body_sha256";
+
+static void
+prepare_plans(void)
+{
+	if (sources_plan == NULL)
+	{
+		Oid			types[1] = {TEXTARRAYOID};
+
+		sources_plan = wi_keep_plan(
+			"SELECT name, id, kind, enabled, settings, replay_window "
+			"FROM webhook_inbox.sources WHERE name = ANY ($1)",
+			1, types);
+	}
+	if (classify_plan == NULL)
+	{
+		Oid			types[4] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID};
+
+		classify_plan = wi_keep_plan(
+			"SELECT ord, route_id, route_version, strategy, object_type, object_id, "
+			"version, provider_time, status_value "
+			"FROM webhook_inbox._classify_batch($1, $2, $3, $4)",
+			4, types);
+	}
+	if (seen_plan == NULL)
+	{
+		Oid			types[4] = {INT4ARRAYOID, BYTEAARRAYOID, TEXTARRAYOID, INTERVALARRAYOID};
+
+		seen_plan = wi_keep_plan(seen_insert_sql, 4, types);
+	}
+	if (inbox_plan == NULL)
+	{
+		Oid			types[17] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
+			NUMERICARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
+		BYTEAARRAYOID, BYTEAARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+
+		inbox_plan = wi_keep_plan(inbox_insert_sql, 17, types);
+	}
+	if (delivery_plan == NULL)
+	{
+		Oid			types[6] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, BYTEAARRAYOID,
+		INT4ARRAYOID, TEXTARRAYOID};
+
+		delivery_plan = wi_keep_plan(delivery_insert_sql, 6, types);
+	}
+}
 
 static const KindLayout *
 layout_for(const char *kind)
@@ -109,61 +240,15 @@ layout_for(const char *kind)
 	return NULL;				/* keep compiler quiet */
 }
 
-static void
-prepare_plans(void)
-{
-	if (source_plan == NULL)
-	{
-		Oid			types[1] = {TEXTOID};
-
-		source_plan = wi_keep_plan(
-			"SELECT id, kind, enabled, settings FROM webhook_inbox.sources WHERE name = $1",
-			1, types);
-	}
-	if (classify_plan == NULL)
-	{
-		Oid			types[4] = {INT4OID, TEXTOID, TEXTOID, JSONBOID};
-
-		classify_plan = wi_keep_plan(
-			"SELECT route_id, route_version, strategy, object_type, object_id, "
-			"version::text, provider_time::text, status_value "
-			"FROM webhook_inbox._classify($1, $2, $3, $4)",
-			4, types);
-	}
-	if (inbox_plan == NULL)
-	{
-		Oid			types[17] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, INT4OID, INT4OID, NUMERICOID, TIMESTAMPTZOID, TEXTOID, JSONBOID,
-		BYTEAOID, BYTEAOID, TEXTOID, TEXTOID};
-
-		inbox_plan = wi_keep_plan(
-			"INSERT INTO webhook_inbox.inbox (source_id, event_id, correlation_id, event_type, "
-			"object_type, object_id, strategy, route_id, route_version, provider_version, "
-			"provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
-			"VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) "
-			"ON CONFLICT (source_id, event_id) DO NOTHING RETURNING id",
-			17, types);
-	}
-	if (delivery_plan == NULL)
-	{
-		Oid			types[6] = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, INT4OID, TEXTOID};
-
-		delivery_plan = wi_keep_plan(
-			"INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
-			"body_size, outcome) VALUES ($1, $2, $3, $4, $5, $6)",
-			6, types);
-	}
-}
-
-/* Case-insensitive header lookup over the flat name/value arrays. */
+/* Case-insensitive header lookup over the name/value arrays. */
 static char *
-header_get(char **names, char **values, int n, const char *name)
+header_get(Row *r, const char *name)
 {
 	if (name == NULL)
 		return NULL;
-	for (int i = 0; i < n; i++)
-		if (names[i] != NULL && pg_strcasecmp(names[i], name) == 0)
-			return values[i];
+	for (int i = 0; i < r->nheaders; i++)
+		if (pg_strcasecmp(r->hnames[i], name) == 0)
+			return r->hvalues[i];
 	return NULL;
 }
 
@@ -249,161 +334,446 @@ truncate_reason(const char *prefix, const char *msg)
 	return r;
 }
 
-static char *
-datum_text_or_null(HeapTuple tup, TupleDesc desc, int col)
+/*
+ * Whether the JSON number at s (len bytes available) fits numeric's input
+ * limits; sets *end past it.  The lexer checks the syntax; this only bounds
+ * the digits and the exponent, which numeric_in would raise about.
+ */
+static bool
+number_in_range(const char *s, int len, int *end)
 {
-	bool		isnull;
+	int			i = 0;
+	int			digits = 0;
+	long		exp = 0;
 
-	(void) SPI_getbinval(tup, desc, col, &isnull);
-	return isnull ? NULL : SPI_getvalue(tup, desc, col);
+	if (i < len && s[i] == '-')
+		i++;
+	while (i < len && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'))
+		digits += s[i++] != '.';
+	if (i < len && (s[i] == 'e' || s[i] == 'E'))
+	{
+		i++;
+		if (i < len && (s[i] == '+' || s[i] == '-'))
+			i++;
+		while (i < len && s[i] >= '0' && s[i] <= '9')
+		{
+			if (exp <= MAX_NUM_EXP)
+				exp = exp * 10 + (s[i] - '0');
+			i++;
+		}
+	}
+	*end = i;
+	return digits <= MAX_NUM_DIGITS && exp <= MAX_NUM_EXP;
 }
 
 /*
- * Parse the body and classify the event.  Runs inside a subtransaction set
- * up by the caller: anything here may raise, and the caller turns the error
- * into a quarantine reason.  Results are allocated in the caller's context.
+ * check_json
+ *		Whether jsonb_in would accept the text at data (len bytes, in the
+ *		database encoding), decided without raising.  On false, *why is the
+ *		quarantine reason.  The structural scan bounds what the parser's
+ *		recursion and numeric_in would raise about; pg_parse_json then
+ *		reports syntax and escape errors as codes.
+ */
+static bool
+check_json(char *data, int len, char **why)
+{
+	bool		in_string = false;
+	int			depth = 0;
+	JsonLexContext *lex;
+	JsonParseErrorType err;
+
+	for (int i = 0; i < len; i++)
+	{
+		char		c = data[i];
+
+		if (in_string)
+		{
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+			continue;
+		}
+		if (c == '"')
+			in_string = true;
+		else if (c == '[' || c == '{')
+		{
+			if (++depth > MAX_JSON_DEPTH)
+			{
+				*why = psprintf("invalid_json: nested deeper than %d levels", MAX_JSON_DEPTH);
+				return false;
+			}
+		}
+		else if (c == ']' || c == '}')
+			depth--;
+		else if (c == '-' || (c >= '0' && c <= '9'))
+		{
+			int			end;
+
+			if (!number_in_range(data + i, len - i, &end))
+			{
+				*why = psprintf("invalid_json: a number has more than %d digits or an exponent beyond %d",
+								MAX_NUM_DIGITS, MAX_NUM_EXP);
+				return false;
+			}
+			i += end - 1;
+		}
+	}
+
+	lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
+	err = pg_parse_json(lex, &nullSemAction);
+	if (err != JSON_SUCCESS)
+	{
+		*why = truncate_reason("invalid_json", json_errdetail(err, lex));
+		return false;
+	}
+	return true;
+}
+
+/*
+ * read_ids
+ *		Parse r's body and find its event id, type and correlation id.  Never
+ *		raises for the body's content: an unreadable body leaves r->payload
+ *		NULL and sets r->reason.  Ids that travel in headers are read first,
+ *		so even an unreadable body is deduplicated by the provider's own id.
  */
 static void
-read_body(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalues,
-		  int nheaders, bytea *body, Extracted *ex)
+read_ids(Row *r)
 {
-	int			len = VARSIZE_ANY_EXHDR(body);
-	const char *data = VARDATA_ANY(body);
+	SourceInfo *src = r->src;
+	const KindLayout *layout = src->layout;
+	int			len = VARSIZE_ANY_EXHDR(r->body);
+	char	   *data = VARDATA_ANY(r->body);
 	char	   *text;
+	char	   *why = NULL;
+	int			enc = GetDatabaseEncoding();
 	const char *id_path[MAX_PATH_KEYS];
 	const char *type_path[MAX_PATH_KEYS];
-	Datum		args[4];
-	int			rc;
+	bool		hmac = strcmp(layout->kind, "hmac") == 0;
 
-	/*
-	 * Ids that travel in headers are known whatever the body is, so even an
-	 * unreadable body is deduplicated by the provider's own id.
-	 */
-	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && ex->event_id == NULL; i++)
-		ex->event_id = header_get(hnames, hvalues, nheaders, layout->id_headers[i]);
+	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && r->event_id == NULL; i++)
+		r->event_id = header_get(r, layout->id_headers[i]);
 	if (layout->type_header)
-		ex->event_type = header_get(hnames, hvalues, nheaders, layout->type_header);
-	if (strcmp(layout->kind, "hmac") == 0)
+		r->event_type = header_get(r, layout->type_header);
+	r->correlation_id = header_get(r, layout->correlation_header);
+	if (hmac)
 	{
 		char	   *h = settings_text(src->settings, "event_id_header");
 
 		if (h)
-			ex->event_id = header_get(hnames, hvalues, nheaders, h);
+			r->event_id = header_get(r, h);
 		h = settings_text(src->settings, "event_type_header");
 		if (h)
-			ex->event_type = header_get(hnames, hvalues, nheaders, h);
+			r->event_type = header_get(r, h);
 	}
 
 	if (memchr(data, '\0', len) != NULL)
+		why = pstrdup("invalid_json: body contains a NUL byte");
+	else if (!pg_verify_mbstr(PG_UTF8, data, len, true))
+		why = pstrdup("invalid_utf8: body is not valid UTF-8");
+	else if (len > MAX_JSON_BYTES)
+		why = psprintf("too_large: bodies over %d MB are kept raw, not parsed",
+					   MAX_JSON_BYTES / (1024 * 1024));
+	else if (enc != PG_UTF8 && enc != PG_SQL_ASCII &&
+			 !pg_is_ascii(pnstrdup(data, len)))
+		why = pstrdup("unconvertible: the database encoding is not UTF8");
+	if (why == NULL)
 	{
-		ex->reason = pstrdup("invalid_json: body contains a NUL byte");
-		return;
-	}
-	if (!pg_verify_mbstr(PG_UTF8, data, len, true))
-	{
-		ex->reason = pstrdup("invalid_utf8: body is not valid UTF-8");
-		return;
-	}
-	text = pg_any_to_server(data, len, PG_UTF8);
-	if (text == data)
 		text = pnstrdup(data, len);
-	ex->payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+		if (check_json(text, len, &why))
+			r->payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+	}
+	if (r->payload == NULL)
+	{
+		r->reason = why;
+		return;
+	}
 
 	/* the stable event id and the type, where the body holds them */
-	if (ex->event_id == NULL && layout->id_path[0] != NULL)
-		ex->event_id = jsonb_path_text(ex->payload, layout->id_path);
-	for (int i = 0; i < 2 && ex->event_type == NULL && layout->type_paths[i][0] != NULL; i++)
-		ex->event_type = jsonb_path_text(ex->payload, layout->type_paths[i]);
-	if (strcmp(layout->kind, "hmac") == 0)
+	if (r->event_id == NULL && layout->id_path[0] != NULL)
+		r->event_id = jsonb_path_text(r->payload, layout->id_path);
+	for (int i = 0; i < 2 && r->event_type == NULL && layout->type_paths[i][0] != NULL; i++)
+		r->event_type = jsonb_path_text(r->payload, layout->type_paths[i]);
+	if (hmac)
 	{
 		char	   *p = settings_text(src->settings, "event_id_path");
 
-		if (ex->event_id == NULL && p && split_key_path(p, id_path))
-			ex->event_id = jsonb_path_text(ex->payload, id_path);
+		if (r->event_id == NULL && p && split_key_path(p, id_path))
+			r->event_id = jsonb_path_text(r->payload, id_path);
 		p = settings_text(src->settings, "event_type_path");
-		if (ex->event_type == NULL && p && split_key_path(p, type_path))
-			ex->event_type = jsonb_path_text(ex->payload, type_path);
+		if (r->event_type == NULL && p && split_key_path(p, type_path))
+			r->event_type = jsonb_path_text(r->payload, type_path);
 	}
-	if (ex->event_type != NULL && layout->type_suffix_path[0] != NULL)
+	if (r->event_type != NULL && layout->type_suffix_path[0] != NULL)
 	{
-		char	   *suffix = jsonb_path_text(ex->payload, layout->type_suffix_path);
+		char	   *suffix = jsonb_path_text(r->payload, layout->type_suffix_path);
 
 		if (suffix)
-			ex->event_type = psprintf("%s.%s", ex->event_type, suffix);
-	}
-
-	if (ex->event_id != NULL && ex->event_id[0] == '\0')
-		ex->event_id = NULL;
-	if (ex->event_id == NULL)
-	{
-		ex->reason = pstrdup("missing_event_id: no event id where this kind keeps it");
-		return;
-	}
-	if (ex->event_type == NULL || ex->event_type[0] == '\0')
-	{
-		ex->reason = pstrdup("missing_event_type: no event type where this kind keeps it");
-		ex->event_type = NULL;
-		return;
-	}
-
-	/* the route */
-	args[0] = Int32GetDatum(src->id);
-	args[1] = CStringGetTextDatum(src->kind);
-	args[2] = CStringGetTextDatum(ex->event_type);
-	args[3] = JsonbPGetDatum(ex->payload);
-	rc = SPI_execute_plan(classify_plan, args, NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "webhook_inbox: classifying an event failed: %s", SPI_result_code_string(rc));
-	else
-	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		d;
-
-		d = SPI_getbinval(tup, desc, 1, &isnull);
-		ex->have_route = !isnull;
-		if (ex->have_route)
-		{
-			ex->route_id = DatumGetInt32(d);
-			ex->route_version = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-			ex->strategy = datum_text_or_null(tup, desc, 3);
-			ex->object_type = datum_text_or_null(tup, desc, 4);
-			ex->object_id = datum_text_or_null(tup, desc, 5);
-			ex->version = datum_text_or_null(tup, desc, 6);
-			ex->provider_time = datum_text_or_null(tup, desc, 7);
-			ex->status_value = datum_text_or_null(tup, desc, 8);
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	if (ex->have_route && strcmp(ex->strategy, "ignore") != 0)
-	{
-		if (ex->object_id == NULL || ex->object_id[0] == '\0')
-			ex->reason = pstrdup("missing_object_id: the route's object id path found nothing");
-		else if (ex->object_type == NULL || ex->object_type[0] == '\0')
-			ex->reason = pstrdup("missing_object_type: the route's object type path found nothing");
-		else if (strcmp(ex->strategy, "version") == 0 && ex->version == NULL
-				 && strcmp(ex->status_value ? ex->status_value : "", "deleted") != 0)
-			ex->reason = pstrdup("missing_version: the route's version path found nothing");
+			r->event_type = psprintf("%s.%s", r->event_type, suffix);
 	}
 }
 
+/* Is the body readable and identified, so that the routes can decide it? */
+static bool
+needs_route(Row *r)
+{
+	return r->outcome == NULL && r->reason == NULL;
+}
+
 /*
- * Run read_body() in a subtransaction; an error becomes ex->reason and the
- * partial results are discarded.
+ * Check what only the event itself can get wrong, after read_ids(): an
+ * over-long id refuses the delivery, a missing id or type quarantines it.
  */
 static void
-read_body_guarded(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalues,
-				  int nheaders, bytea *body, Extracted *ex)
+check_ids(Row *r)
+{
+	if (r->event_id != NULL && r->event_id[0] == '\0')
+		r->event_id = NULL;
+	if (r->event_type != NULL && r->event_type[0] == '\0')
+		r->event_type = NULL;
+	if (r->event_id != NULL && strlen(r->event_id) > MAX_ID_BYTES)
+	{
+		r->outcome = "refused";
+		r->answer_reason = psprintf("event_id_too_long: the event id is %zu bytes, the limit is %d",
+									strlen(r->event_id), MAX_ID_BYTES);
+		return;
+	}
+	if (r->event_type != NULL && strlen(r->event_type) > MAX_ID_BYTES)
+	{
+		r->outcome = "refused";
+		r->answer_reason = psprintf("event_type_too_long: the event type is %zu bytes, the limit is %d",
+									strlen(r->event_type), MAX_ID_BYTES);
+		return;
+	}
+	if (r->correlation_id != NULL && strlen(r->correlation_id) > MAX_ID_BYTES)
+	{
+		r->outcome = "refused";
+		r->answer_reason = psprintf("correlation_id_too_long: the correlation id is %zu bytes, the limit is %d",
+									strlen(r->correlation_id), MAX_ID_BYTES);
+		return;
+	}
+	if (r->reason != NULL)
+		return;
+	if (r->event_id == NULL)
+		r->reason = pstrdup("missing_event_id: no event id where this kind keeps it");
+	else if (r->event_type == NULL)
+		r->reason = pstrdup("missing_event_type: no event type where this kind keeps it");
+}
+
+/* ---------------------------------------------------------------------
+ * Arrays for the set-based statements
+ * --------------------------------------------------------------------- */
+
+typedef struct ArrBuild
+{
+	Datum	   *vals;
+	bool	   *nulls;
+	int			n;
+} ArrBuild;
+
+static void
+arr_init(ArrBuild *a, int cap)
+{
+	a->vals = palloc(sizeof(Datum) * Max(cap, 1));
+	a->nulls = palloc(sizeof(bool) * Max(cap, 1));
+	a->n = 0;
+}
+
+static void
+arr_add(ArrBuild *a, Datum v, bool isnull)
+{
+	a->vals[a->n] = isnull ? (Datum) 0 : v;
+	a->nulls[a->n] = isnull;
+	a->n++;
+}
+
+static void
+arr_text(ArrBuild *a, const char *s)
+{
+	arr_add(a, s ? CStringGetTextDatum(s) : (Datum) 0, s == NULL);
+}
+
+static Datum
+arr_done(ArrBuild *a, Oid elemtype)
+{
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	int			dims[1] = {a->n};
+	int			lbs[1] = {1};
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	return PointerGetDatum(construct_md_array(a->vals, a->nulls, 1, dims, lbs, elemtype,
+											  typlen, typbyval, typalign));
+}
+
+/* ---------------------------------------------------------------------
+ * Sources
+ * --------------------------------------------------------------------- */
+
+/*
+ * lookup_sources
+ *		One query for the distinct source names of the batch; sets r->src, or
+ *		refuses the rows of an unknown or disabled source.
+ */
+static void
+lookup_sources(Row *rows, char **names, int n)
+{
+	ArrBuild	a;
+	Datum		args[1];
+	SourceInfo *srcs;
+	int			nsrcs;
+	int			rc;
+
+	arr_init(&a, n);
+	for (int i = 0; i < n; i++)
+		if (names[i] != NULL)
+			arr_text(&a, names[i]);
+	args[0] = arr_done(&a, TEXTOID);
+	rc = SPI_execute_plan(sources_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: looking up sources failed: %s", SPI_result_code_string(rc));
+
+	nsrcs = (int) SPI_processed;
+	srcs = palloc0(sizeof(SourceInfo) * Max(nsrcs, 1));
+	for (int k = 0; k < nsrcs; k++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[k];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		SourceInfo *s = &srcs[k];
+		bool		isnull;
+		Datum		d;
+
+		s->name = SPI_getvalue(tup, desc, 1);
+		s->id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		s->kind = SPI_getvalue(tup, desc, 3);
+		s->enabled = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		s->settings = isnull ? NULL : DatumGetJsonbPCopy(d);
+		s->layout = layout_for(s->kind);
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		s->replay_window = isnull ? (Datum) 0 : datumCopy(d, false, sizeof(Interval));
+		s->replay = !isnull && s->layout->body_only;
+		if (s->replay)
+		{
+			Interval   *iv = DatumGetIntervalP(s->replay_window);
+
+			/* a zero window turns the check off */
+			s->replay = iv->time > 0 || iv->day > 0 || iv->month > 0;
+		}
+		/* an hmac source that signs a timestamp refuses replays by its tolerance */
+		if (s->replay && strcmp(s->kind, "hmac") == 0 &&
+			settings_text(s->settings, "timestamp_header") != NULL)
+			s->replay = false;
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		Row		   *r = &rows[i];
+
+		if (r->outcome != NULL)
+			continue;
+		for (int k = 0; k < nsrcs && r->src == NULL; k++)
+			if (strcmp(srcs[k].name, names[i]) == 0)
+				r->src = &srcs[k];
+		if (r->src == NULL)
+		{
+			r->outcome = "refused";
+			r->answer_reason = psprintf("unknown_source: source \"%s\" does not exist", names[i]);
+		}
+		else if (!r->src->enabled)
+		{
+			r->outcome = "refused";
+			r->answer_reason = psprintf("source_disabled: source \"%s\" is disabled", names[i]);
+		}
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Classification
+ * --------------------------------------------------------------------- */
+
+/*
+ * Run the classification statement over rows idx[0..n-1]; fills each row's
+ * route fields.  May raise (a route's path on a hostile payload).
+ */
+static void
+classify_rows(Row *rows, int *idx, int n)
+{
+	ArrBuild	ids,
+				kinds,
+				types,
+				payloads;
+	Datum		args[4];
+	int			rc;
+
+	arr_init(&ids, n);
+	arr_init(&kinds, n);
+	arr_init(&types, n);
+	arr_init(&payloads, n);
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+
+		arr_add(&ids, Int32GetDatum(r->src->id), false);
+		arr_text(&kinds, r->src->kind);
+		arr_text(&types, r->event_type);
+		arr_add(&payloads, JsonbPGetDatum(r->payload), false);
+	}
+	args[0] = arr_done(&ids, INT4OID);
+	args[1] = arr_done(&kinds, TEXTOID);
+	args[2] = arr_done(&types, TEXTOID);
+	args[3] = arr_done(&payloads, JSONBOID);
+	rc = SPI_execute_plan(classify_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT || SPI_processed != (uint64) n)
+		elog(ERROR, "webhook_inbox: classifying events failed: %s", SPI_result_code_string(rc));
+
+	for (uint64 t = 0; t < SPI_processed; t++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[t];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		ord = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		Row		   *r;
+		Datum		d;
+
+		if (ord < 1 || ord > n)
+			elog(ERROR, "webhook_inbox: classification returned position " INT64_FORMAT, ord);
+		r = &rows[idx[ord - 1]];
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		r->have_route = !isnull;
+		if (!r->have_route)
+			continue;
+		r->route_id = DatumGetInt32(d);
+		r->route_version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		r->strategy = SPI_getvalue(tup, desc, 4);
+		r->object_type = SPI_getvalue(tup, desc, 5);
+		r->object_id = SPI_getvalue(tup, desc, 6);
+		d = SPI_getbinval(tup, desc, 7, &r->version_null);
+		r->version = r->version_null ? (Datum) 0 : datumCopy(d, false, -1);
+		d = SPI_getbinval(tup, desc, 8, &r->time_null);
+		r->provider_time = r->time_null ? (Datum) 0 : d;
+		r->status_value = SPI_getvalue(tup, desc, 9);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * Run classify_rows() in a subtransaction; on an error, return false with
+ * the error's message in *msg and the route fields of the rows undone.
+ */
+static bool
+classify_guarded(Row *rows, int *idx, int n, char **msg)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
+	volatile bool ok = true;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		read_body(src, layout, hnames, hvalues, nheaders, body, ex);
+		classify_rows(rows, idx, n);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
@@ -411,7 +781,6 @@ read_body_guarded(SourceInfo *src, const KindLayout *layout, char **hnames, char
 	PG_CATCH();
 	{
 		ErrorData  *edata;
-		const char *prefix;
 
 		MemoryContextSwitchTo(oldcontext);
 		edata = CopyErrorData();
@@ -419,89 +788,333 @@ read_body_guarded(SourceInfo *src, const KindLayout *layout, char **hnames, char
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-
-		/*
-		 * What was read before the failure lives in the caller's context and
-		 * survives the rollback: keep the payload and ids, drop the route.
-		 */
-		prefix = ex->payload == NULL ? "invalid_json" : "unclassifiable";
-		ex->have_route = false;
-		ex->strategy = ex->object_type = ex->object_id = NULL;
-		ex->version = ex->provider_time = ex->status_value = NULL;
-		ex->reason = truncate_reason(prefix, edata->message);
+		*msg = pstrdup(edata->message);
 		FreeErrorData(edata);
+		ok = false;
+		for (int k = 0; k < n; k++)
+		{
+			Row		   *r = &rows[idx[k]];
+
+			r->have_route = false;
+			r->strategy = r->object_type = r->object_id = r->status_value = NULL;
+			r->version_null = r->time_null = true;
+		}
 	}
 	PG_END_TRY();
-}
-
-static void
-lookup_source(const char *name, SourceInfo *src)
-{
-	Datum		args[1] = {CStringGetTextDatum(name)};
-	int			rc;
-	HeapTuple	tup;
-	TupleDesc	desc;
-	bool		isnull;
-	Datum		d;
-
-	rc = SPI_execute_plan(source_plan, args, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "webhook_inbox: looking up a source failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("source \"%s\" does not exist", name),
-				 errhint("Create it with webhook_inbox.create_source().")));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	src->id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-	src->kind = SPI_getvalue(tup, desc, 2);
-	src->enabled = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
-	d = SPI_getbinval(tup, desc, 4, &isnull);
-	src->settings = isnull ? NULL : DatumGetJsonbPCopy(d);
-	if (!src->enabled)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("source \"%s\" is disabled", name),
-				 errhint("Enable it with UPDATE webhook_inbox.sources SET enabled = true.")));
+	return ok;
 }
 
 /*
- * Deconstruct the flat {name, value, ...} array.  A malformed array is the
- * caller's bug, not the provider's, so it raises.
+ * classify
+ *		Decide the route of every readable event, set-based.  A batch whose
+ *		statement raised is classified again one event at a time, so that
+ *		only the event whose payload a route cannot read is quarantined.
  */
-static int
-split_headers(ArrayType *arr, char ***names, char ***values)
+static void
+classify(Row *rows, int n)
 {
-	Datum	   *elems;
-	bool	   *nulls;
-	int			n;
-	int			npairs;
+	int		   *idx = palloc(sizeof(int) * Max(n, 1));
+	int			m = 0;
+	char	   *msg = NULL;
 
-	if (ARR_NDIM(arr) > 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("headers must be a one-dimensional array"),
-				 errdetail("Pass {name, value, name, value, ...}.")));
-	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-	if (n % 2 != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("headers must hold name and value pairs"),
-				 errdetail("The array has %d elements.", n)));
-	npairs = n / 2;
-	*names = palloc0(sizeof(char *) * (npairs + 1));
-	*values = palloc0(sizeof(char *) * (npairs + 1));
-	for (int i = 0; i < npairs; i++)
+	for (int i = 0; i < n; i++)
+		if (needs_route(&rows[i]))
+			idx[m++] = i;
+	if (m == 0 || classify_guarded(rows, idx, m, &msg))
+		return;
+	for (int k = 0; k < m; k++)
+		if (!classify_guarded(rows, &idx[k], 1, &msg))
+			rows[idx[k]].reason = truncate_reason("unclassifiable", msg);
+}
+
+/* The inbox status of a row that is not refused, from what was decided. */
+static void
+decide_status(Row *r)
+{
+	if (r->reason == NULL && r->have_route && strcmp(r->strategy, "ignore") != 0)
 	{
-		if (nulls[2 * i])
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("header names must not be null")));
-		(*names)[i] = TextDatumGetCString(elems[2 * i]);
-		(*values)[i] = nulls[2 * i + 1] ? NULL : TextDatumGetCString(elems[2 * i + 1]);
+		if (r->object_id == NULL || r->object_id[0] == '\0')
+			r->reason = pstrdup("missing_object_id: the route's object id path found nothing");
+		else if (r->object_type == NULL || r->object_type[0] == '\0')
+			r->reason = pstrdup("missing_object_type: the route's object type path found nothing");
+		else if (strlen(r->object_id) > MAX_ID_BYTES)
+			r->reason = psprintf("object_id_too_long: the object id is %zu bytes, the limit is %d",
+								 strlen(r->object_id), MAX_ID_BYTES);
+		else if (strlen(r->object_type) > MAX_ID_BYTES)
+			r->reason = psprintf("object_type_too_long: the object type is %zu bytes, the limit is %d",
+								 strlen(r->object_type), MAX_ID_BYTES);
+		else if (strcmp(r->strategy, "version") == 0 && r->version_null
+				 && strcmp(r->status_value ? r->status_value : "", "deleted") != 0)
+			r->reason = pstrdup("missing_version: the route's version path found nothing");
 	}
-	return npairs;
+
+	if (r->reason != NULL)
+		r->status = "quarantined";
+	else if (!r->have_route)
+	{
+		r->status = "ignored";
+		r->reason = pstrdup("no_route: no route matches this event type");
+	}
+	else if (strcmp(r->strategy, "ignore") == 0)
+	{
+		r->status = "ignored";
+		r->reason = pstrdup("route: ignore");
+	}
+	else
+		r->status = "pending";
+
+	/*
+	 * A delivery without an id still needs one for the unique key: the
+	 * body's digest, so that retries of the same bytes dedupe.
+	 */
+	if (r->event_id == NULL)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, "sha256:");
+		for (int i = 0; i < PG_SHA256_DIGEST_LENGTH; i++)
+			appendStringInfo(&buf, "%02x", (unsigned char) VARDATA(r->digest)[i]);
+		r->event_id = buf.data;
+	}
+	if (strcmp(r->status, "quarantined") == 0)
+	{
+		/* a quarantined event is never claimed: no route data is kept */
+		r->strategy = r->object_type = r->object_id = NULL;
+		r->status_value = NULL;
+		r->have_route = false;
+		r->version_null = r->time_null = true;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Writing
+ * --------------------------------------------------------------------- */
+
+static Row *sort_rows;			/* qsort has no context argument */
+
+static int
+cmp_by_event(const void *a, const void *b)
+{
+	Row		   *x = &sort_rows[*(const int *) a];
+	Row		   *y = &sort_rows[*(const int *) b];
+	int			c;
+
+	if (x->src->id != y->src->id)
+		return x->src->id < y->src->id ? -1 : 1;
+	c = strcmp(x->event_id, y->event_id);
+	if (c != 0)
+		return c;
+	return x->ord - y->ord;
+}
+
+static int
+cmp_by_digest(const void *a, const void *b)
+{
+	Row		   *x = &sort_rows[*(const int *) a];
+	Row		   *y = &sort_rows[*(const int *) b];
+	int			c;
+
+	if (x->src->id != y->src->id)
+		return x->src->id < y->src->id ? -1 : 1;
+	c = memcmp(VARDATA(x->digest), VARDATA(y->digest), PG_SHA256_DIGEST_LENGTH);
+	if (c != 0)
+		return c;
+	return x->ord - y->ord;
+}
+
+static bool
+same_digest(Row *x, Row *y)
+{
+	return x->src->id == y->src->id &&
+		memcmp(VARDATA(x->digest), VARDATA(y->digest), PG_SHA256_DIGEST_LENGTH) == 0;
+}
+
+/*
+ * refuse_replays
+ *		For sources whose scheme signs only the body: a digest already seen
+ *		for the source within its window makes the delivery a duplicate,
+ *		whatever id its unsigned headers claim.  rows idx[0..n-1] are the
+ *		candidates; the first of equal digests in the batch is the one that
+ *		may be new.
+ */
+static void
+refuse_replays(Row *rows, int *idx, int n)
+{
+	ArrBuild	ids,
+				shas,
+				evs,
+				wins;
+	Datum		args[4];
+	int			rc;
+	int			m = 0;
+
+	if (n == 0)
+		return;
+	sort_rows = rows;
+	qsort(idx, n, sizeof(int), cmp_by_digest);
+	arr_init(&ids, n);
+	arr_init(&shas, n);
+	arr_init(&evs, n);
+	arr_init(&wins, n);
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+
+		/* later equal digests of the batch are replays of the first */
+		r->replayed = true;		/* until the statement says it is new */
+		if (k > 0 && same_digest(r, &rows[idx[k - 1]]))
+			continue;
+		arr_add(&ids, Int32GetDatum(r->src->id), false);
+		arr_add(&shas, PointerGetDatum(r->digest), false);
+		arr_text(&evs, r->event_id);
+		arr_add(&wins, r->src->replay_window, false);
+		idx[m++] = idx[k];
+	}
+	args[0] = arr_done(&ids, INT4OID);
+	args[1] = arr_done(&shas, BYTEAOID);
+	args[2] = arr_done(&evs, TEXTOID);
+	args[3] = arr_done(&wins, INTERVALOID);
+	rc = SPI_execute_plan(seen_plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "webhook_inbox: recording body digests failed: %s", SPI_result_code_string(rc));
+
+	/* returned rows come back in the order they were written */
+	for (uint64 t = 0, k = 0; t < SPI_processed; t++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[t];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		sid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		bytea	   *sha = DatumGetByteaPP(SPI_getbinval(tup, desc, 2, &isnull));
+
+		for (; k < (uint64) m; k++)
+		{
+			Row		   *r = &rows[idx[k]];
+
+			if (r->src->id == sid &&
+				memcmp(VARDATA(r->digest), VARDATA_ANY(sha), PG_SHA256_DIGEST_LENGTH) == 0)
+			{
+				r->replayed = false;
+				k++;
+				break;
+			}
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * write_inbox
+ *		Insert the inbox rows idx[0..n-1] (sorted by source and event id) in
+ *		one statement; the rows whose key was already taken are duplicates.
+ *		Returns whether any new row is pending (the worker is to be woken).
+ */
+static bool
+write_inbox(Row *rows, int *idx, int n)
+{
+	ArrBuild	a[17];
+	Datum		args[17];
+	static const Oid elem[17] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
+		TEXTOID, INT4OID, INT4OID, NUMERICOID, TIMESTAMPTZOID, TEXTOID, JSONBOID,
+	BYTEAOID, BYTEAOID, TEXTOID, TEXTOID};
+	int			rc;
+	bool		wake = false;
+
+	if (n == 0)
+		return false;
+	for (int c = 0; c < 17; c++)
+		arr_init(&a[c], n);
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+		bool		quarantined = strcmp(r->status, "quarantined") == 0;
+
+		arr_add(&a[0], Int32GetDatum(r->src->id), false);
+		arr_text(&a[1], r->event_id);
+		arr_text(&a[2], r->correlation_id);
+		arr_text(&a[3], r->event_type);
+		arr_text(&a[4], r->object_type);
+		arr_text(&a[5], r->object_id);
+		arr_text(&a[6], r->strategy);
+		arr_add(&a[7], Int32GetDatum(r->route_id), !r->have_route);
+		arr_add(&a[8], Int32GetDatum(r->route_version), !r->have_route);
+		arr_add(&a[9], r->version, r->version_null);
+		arr_add(&a[10], r->provider_time, r->time_null);
+		arr_text(&a[11], r->status_value);
+		arr_add(&a[12], JsonbPGetDatum(r->payload), r->payload == NULL);
+		/* the exact bytes are kept for every delivery set aside for a person */
+		arr_add(&a[13], PointerGetDatum(r->body), !(r->payload == NULL || quarantined));
+		arr_add(&a[14], PointerGetDatum(r->digest), false);
+		arr_text(&a[15], r->status);
+		arr_text(&a[16], r->reason);
+		r->outcome = "duplicate";	/* until the statement returns its key */
+	}
+	for (int c = 0; c < 17; c++)
+		args[c] = arr_done(&a[c], elem[c]);
+	rc = SPI_execute_plan(inbox_plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "webhook_inbox: inserting into the inbox failed: %s", SPI_result_code_string(rc));
+
+	/*
+	 * Returned keys come in the order written; of equal keys in the batch
+	 * only the first is written, so each key matches the next row holding it.
+	 */
+	for (uint64 t = 0, k = 0; t < SPI_processed; t++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[t];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		sid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		char	   *ev = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+
+		for (; k < (uint64) n; k++)
+		{
+			Row		   *r = &rows[idx[k]];
+
+			if (r->src->id == sid && strcmp(r->event_id, ev) == 0)
+			{
+				r->outcome = strcmp(r->status, "quarantined") == 0 ? "quarantined" : "new";
+				if (strcmp(r->status, "pending") == 0)
+					wake = true;
+				k++;
+				break;
+			}
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return wake;
+}
+
+/* The audit rows of every accepted delivery, duplicates included, at once. */
+static void
+write_deliveries(Row *rows, int *idx, int n)
+{
+	ArrBuild	a[6];
+	Datum		args[6];
+	static const Oid elem[6] = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, INT4OID, TEXTOID};
+	int			rc;
+
+	if (n == 0)
+		return;
+	for (int c = 0; c < 6; c++)
+		arr_init(&a[c], n);
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+
+		arr_add(&a[0], Int32GetDatum(r->src->id), false);
+		arr_text(&a[1], r->event_id);
+		arr_text(&a[2], r->delivery_id);
+		arr_add(&a[3], PointerGetDatum(r->digest), false);
+		arr_add(&a[4], Int32GetDatum(VARSIZE_ANY_EXHDR(r->body)), false);
+		arr_text(&a[5], r->outcome);
+	}
+	for (int c = 0; c < 6; c++)
+		args[c] = arr_done(&a[c], elem[c]);
+	rc = SPI_execute_plan(delivery_plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "webhook_inbox: recording the deliveries failed: %s", SPI_result_code_string(rc));
 }
 
 static bytea *
@@ -519,166 +1132,297 @@ sha256_of(bytea *body)
 	return out;
 }
 
-static Datum
-text_or_null(const char *s, char *nulls, int i)
+/*
+ * intake_rows
+ *		Decide and store rows[0..n-1].  Rows already refused (outcome set)
+ *		are left alone.  Must run inside SPI.  Afterwards every row has an
+ *		outcome, and answer_reason for those that are not plainly new.
+ */
+static void
+intake_rows(Row *rows, char **names, int n)
 {
-	if (s == NULL)
+	int		   *idx = palloc(sizeof(int) * Max(n, 1));
+	int		   *ridx = palloc(sizeof(int) * Max(n, 1));
+	int			m = 0;
+	int			nreplay = 0;
+	int			w = 0;
+
+	prepare_plans();
+	lookup_sources(rows, names, n);
+	for (int i = 0; i < n; i++)
 	{
-		nulls[i] = 'n';
-		return (Datum) 0;
+		Row		   *r = &rows[i];
+
+		if (r->outcome != NULL)
+			continue;
+		r->digest = sha256_of(r->body);
+		r->delivery_id = header_get(r, "x-webhook-inbox-delivery");
+		r->version_null = r->time_null = true;
+		read_ids(r);
+		check_ids(r);
 	}
-	return CStringGetTextDatum(s);
+	classify(rows, n);
+
+	for (int i = 0; i < n; i++)
+	{
+		Row		   *r = &rows[i];
+
+		if (r->outcome != NULL)
+			continue;
+		decide_status(r);
+		idx[m++] = i;
+		if (r->src->replay)
+			ridx[nreplay++] = i;
+	}
+
+	refuse_replays(rows, ridx, nreplay);
+
+	/* what is left goes to the inbox in (source, event id) order */
+	for (int k = 0; k < m; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+
+		if (r->replayed)
+		{
+			r->outcome = "duplicate";
+			r->answer_reason = pstrdup("replayed_body: this body was already received for this source within its replay window");
+		}
+		else
+			idx[w++] = idx[k];
+	}
+	sort_rows = rows;
+	qsort(idx, w, sizeof(int), cmp_by_event);
+	if (write_inbox(rows, idx, w))
+		wi_wake_worker_at_commit();
+
+	/* audit every accepted delivery, replays included */
+	w = 0;
+	for (int i = 0; i < n; i++)
+		if (rows[i].src != NULL && strcmp(rows[i].outcome, "refused") != 0)
+			idx[w++] = i;
+	write_deliveries(rows, idx, w);
+
+	for (int i = 0; i < n; i++)
+	{
+		Row		   *r = &rows[i];
+
+		if (r->answer_reason == NULL && strcmp(r->outcome, "new") != 0)
+			r->answer_reason = r->reason;
+		if (r->answer_reason == NULL && strcmp(r->outcome, "new") == 0 &&
+			strcmp(r->status, "ignored") == 0)
+			r->answer_reason = r->reason;
+	}
 }
+
+/*
+ * Fill r's headers from elems[0..npairs*2-1] (name, value, ...).  A pair
+ * whose name and value are both NULL is padding (rows of a two-dimensional
+ * array have one length); a NULL name with a value refuses the row.
+ */
+static void
+row_headers(Row *r, Datum *elems, bool *nulls, int npairs)
+{
+	r->hnames = palloc0(sizeof(char *) * (npairs + 1));
+	r->hvalues = palloc0(sizeof(char *) * (npairs + 1));
+	r->nheaders = 0;
+	for (int i = 0; i < npairs; i++)
+	{
+		if (nulls[2 * i])
+		{
+			if (!nulls[2 * i + 1])
+			{
+				r->outcome = "refused";
+				r->answer_reason = pstrdup("malformed_headers: a header name is null");
+				return;
+			}
+			continue;
+		}
+		r->hnames[r->nheaders] = TextDatumGetCString(elems[2 * i]);
+		r->hvalues[r->nheaders] = nulls[2 * i + 1] ? NULL : TextDatumGetCString(elems[2 * i + 1]);
+		r->nheaders++;
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * SQL entry points
+ * --------------------------------------------------------------------- */
 
 /*
  * intake(source text, headers text[], body bytea) returns text
  *
- * Returns 'new', 'duplicate' or 'quarantined'.  Raises only for NULL
- * arguments, a malformed headers array, and an unknown or disabled source.
+ * Returns 'new', 'duplicate' or 'quarantined'.  Raises for NULL arguments,
+ * a malformed headers array, and for what would refuse the delivery in a
+ * batch: an unknown or disabled source, an over-long id.
  */
 Datum
 wi_intake(PG_FUNCTION_ARGS)
 {
-	char	   *source_name;
 	ArrayType  *headers;
-	bytea	   *body;
-	char	  **hnames;
-	char	  **hvalues;
-	int			nheaders;
-	SourceInfo	src;
-	const KindLayout *layout;
-	Extracted	ex;
-	bytea	   *digest;
-	const char *status;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			nelems;
+	char	   *name;
+	Row			row;
 	const char *outcome;
-	const char *delivery_id;
-	Datum		args[17];
-	char		nulls[17];
-	int			rc;
-	bool		inserted;
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("source, headers and body must not be null")));
-	source_name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	headers = PG_GETARG_ARRAYTYPE_P(1);
-	body = PG_GETARG_BYTEA_PP(2);
+	if (ARR_NDIM(headers) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must be a one-dimensional array"),
+				 errdetail("Pass {name, value, name, value, ...}.")));
+	deconstruct_array(headers, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &nelems);
+	if (nelems % 2 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("headers must hold name and value pairs"),
+				 errdetail("The array has %d elements.", nelems)));
+	for (int i = 0; i < nelems; i += 2)
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("header names must not be null")));
 
-	nheaders = split_headers(headers, &hnames, &hvalues);
+	memset(&row, 0, sizeof(row));
+	row.ord = 1;
+	row.body = PG_GETARG_BYTEA_PP(2);
+	row_headers(&row, elems, nulls, nelems / 2);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	prepare_plans();
-	lookup_source(source_name, &src);
-	layout = layout_for(src.kind);
-	digest = sha256_of(body);
-
-	memset(&ex, 0, sizeof(ex));
-	read_body_guarded(&src, layout, hnames, hvalues, nheaders, body, &ex);
-	if (ex.event_id != NULL && ex.event_id[0] == '\0')
-		ex.event_id = NULL;
-	if (ex.event_type != NULL && ex.event_type[0] == '\0')
-		ex.event_type = NULL;
-
-	if (ex.reason != NULL)
-		status = "quarantined";
-	else if (!ex.have_route)
+	intake_rows(&row, &name, 1);
+	if (strcmp(row.outcome, "refused") == 0)
 	{
-		status = "ignored";
-		ex.reason = pstrdup("no_route: no route matches this event type");
+		const char *code = row.answer_reason;
+
+		if (strncmp(code, "unknown_source:", 15) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("source \"%s\" does not exist", name),
+					 errhint("Create it with webhook_inbox.create_source().")));
+		if (strncmp(code, "source_disabled:", 16) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("source \"%s\" is disabled", name),
+					 errhint("Enable it with UPDATE webhook_inbox.sources SET enabled = true.")));
+		ereport(ERROR,
+				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
+				 errmsg("delivery refused: %s", code),
+				 errhint("Ids longer than %d bytes are not provider ids; nothing was stored.",
+						 MAX_ID_BYTES)));
 	}
-	else if (strcmp(ex.strategy, "ignore") == 0)
-	{
-		status = "ignored";
-		ex.reason = pstrdup("route: ignore");
-	}
-	else
-		status = "pending";
-
-	/*
-	 * A quarantined delivery without an id still needs one for the unique
-	 * key: the body's digest, so that retries of the same bytes dedupe.
-	 */
-	if (ex.event_id == NULL)
-	{
-		StringInfoData buf;
-
-		initStringInfo(&buf);
-		appendStringInfoString(&buf, "sha256:");
-		for (int i = 0; i < PG_SHA256_DIGEST_LENGTH; i++)
-			appendStringInfo(&buf, "%02x", (unsigned char) VARDATA(digest)[i]);
-		ex.event_id = buf.data;
-	}
-	if (strcmp(status, "quarantined") == 0)
-	{
-		/* a quarantined event is never claimed: no route data is kept */
-		ex.strategy = ex.object_type = ex.object_id = NULL;
-	}
-
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(src.id);
-	args[1] = CStringGetTextDatum(ex.event_id);
-	args[2] = text_or_null(header_get(hnames, hvalues, nheaders, layout->correlation_header), nulls, 2);
-	args[3] = text_or_null(ex.event_type, nulls, 3);
-	args[4] = text_or_null(ex.object_type, nulls, 4);
-	args[5] = text_or_null(ex.object_id, nulls, 5);
-	args[6] = text_or_null(ex.strategy, nulls, 6);
-	args[7] = Int32GetDatum(ex.route_id);
-	args[8] = Int32GetDatum(ex.route_version);
-	if (!ex.have_route)
-		nulls[7] = nulls[8] = 'n';
-	if (ex.version)
-		args[9] = DirectFunctionCall3(numeric_in, CStringGetDatum(ex.version),
-									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	else
-		nulls[9] = 'n';
-	if (ex.provider_time)
-		args[10] = DirectFunctionCall3(timestamptz_in, CStringGetDatum(ex.provider_time),
-									   ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
-	else
-		nulls[10] = 'n';
-	args[11] = text_or_null(ex.status_value, nulls, 11);
-	if (ex.payload)
-		args[12] = JsonbPGetDatum(ex.payload);
-	else
-		nulls[12] = 'n';
-	/* the exact bytes are kept for every delivery set aside for a person */
-	if (ex.payload == NULL || strcmp(status, "quarantined") == 0)
-		args[13] = PointerGetDatum(body);
-	else
-		nulls[13] = 'n';
-	args[14] = PointerGetDatum(digest);
-	args[15] = CStringGetTextDatum(status);
-	args[16] = text_or_null(ex.reason, nulls, 16);
-
-	rc = SPI_execute_plan(inbox_plan, args, nulls, false, 1);
-	if (rc != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "webhook_inbox: inserting into the inbox failed: %s", SPI_result_code_string(rc));
-	inserted = SPI_processed == 1;
-
-	if (!inserted)
-		outcome = "duplicate";
-	else if (strcmp(status, "quarantined") == 0)
-		outcome = "quarantined";
-	else
-		outcome = "new";
-
-	delivery_id = header_get(hnames, hvalues, nheaders, "x-webhook-inbox-delivery");
-	memset(nulls, ' ', sizeof(nulls));
-	args[0] = Int32GetDatum(src.id);
-	args[1] = CStringGetTextDatum(ex.event_id);
-	args[2] = text_or_null(delivery_id, nulls, 2);
-	args[3] = PointerGetDatum(digest);
-	args[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(body));
-	args[5] = CStringGetTextDatum(outcome);
-	rc = SPI_execute_plan(delivery_plan, args, nulls, false, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "webhook_inbox: recording the delivery failed: %s", SPI_result_code_string(rc));
-
-	if (inserted && strcmp(status, "pending") == 0)
-		wi_wake_worker_at_commit();
-
+	outcome = row.outcome;
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(outcome));
+}
+
+/*
+ * intake_batch(sources text[], headers text[], bodies bytea[])
+ *		returns setof (ord integer, outcome text, reason text)
+ *
+ * Delivery i is sources[i], the i-th row of the two-dimensional headers
+ * array ({name, value, ...}, padded with NULL pairs), and bodies[i].  One
+ * result row per delivery, in order.  Raises only for malformed arrays (the
+ * caller's bug, not a provider's); everything about one delivery is that
+ * delivery's outcome.
+ */
+Datum
+wi_intake_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	ArrayType  *sarr;
+	ArrayType  *harr;
+	ArrayType  *barr;
+	Datum	   *svals,
+			   *hvals,
+			   *bvals;
+	bool	   *snulls,
+			   *hnulls,
+			   *bnulls;
+	int			n,
+				nh,
+				nb;
+	int			width = 0;
+	char	  **names;
+	Row		   *rows;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("sources, headers and bodies must not be null")));
+	sarr = PG_GETARG_ARRAYTYPE_P(0);
+	harr = PG_GETARG_ARRAYTYPE_P(1);
+	barr = PG_GETARG_ARRAYTYPE_P(2);
+	if (ARR_NDIM(sarr) > 1 || ARR_NDIM(barr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sources and bodies must be one-dimensional arrays")));
+	deconstruct_array(sarr, TEXTOID, -1, false, TYPALIGN_INT, &svals, &snulls, &n);
+	deconstruct_array(barr, BYTEAOID, -1, false, TYPALIGN_INT, &bvals, &bnulls, &nb);
+	if (nb != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("sources and bodies must have the same length"),
+				 errdetail("There are %d sources and %d bodies.", n, nb)));
+	if (ARR_NDIM(harr) == 0)
+		nh = 0;
+	else if (ARR_NDIM(harr) != 2 || ARR_DIMS(harr)[0] != n || ARR_DIMS(harr)[1] % 2 != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("headers must be a two-dimensional array with one row per delivery"),
+				 errdetail("Each row is {name, value, ...}; pad shorter rows with NULL pairs. There are %d deliveries.", n)));
+	else
+		width = ARR_DIMS(harr)[1];
+	deconstruct_array(harr, TEXTOID, -1, false, TYPALIGN_INT, &hvals, &hnulls, &nh);
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	names = palloc0(sizeof(char *) * Max(n, 1));
+	rows = palloc0(sizeof(Row) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		Row		   *r = &rows[i];
+
+		r->ord = i + 1;
+		if (snulls[i])
+		{
+			r->outcome = "refused";
+			r->answer_reason = pstrdup("missing_source: the source is null");
+			continue;
+		}
+		names[i] = TextDatumGetCString(svals[i]);
+		if (bnulls[i])
+		{
+			r->outcome = "refused";
+			r->answer_reason = pstrdup("missing_body: the body is null");
+			continue;
+		}
+		r->body = DatumGetByteaPP(bvals[i]);
+		if (width > 0)
+			row_headers(r, hvals + (size_t) i * width, hnulls + (size_t) i * width, width / 2);
+	}
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	intake_rows(rows, names, n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[3];
+		bool		isnull[3] = {false, false, false};
+
+		values[0] = Int32GetDatum(rows[i].ord);
+		values[1] = CStringGetTextDatum(rows[i].outcome);
+		if (rows[i].answer_reason)
+			values[2] = CStringGetTextDatum(rows[i].answer_reason);
+		else
+			isnull[2] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+	}
+	SPI_finish();
+	return (Datum) 0;
 }

@@ -35,12 +35,16 @@ CREATE TABLE @extschema@.sources (
 	enabled			boolean NOT NULL DEFAULT true,
 	flagged			text,
 	created_at		timestamptz NOT NULL DEFAULT now(),
-	updated_at		timestamptz NOT NULL DEFAULT now()
+	updated_at		timestamptz NOT NULL DEFAULT now(),
+	replay_window	interval NOT NULL DEFAULT '7 days'
+		CONSTRAINT sources_replay_window_check CHECK (replay_window >= '0 seconds')
 );
 COMMENT ON TABLE @extschema@.sources IS
 	'One row per configured webhook endpoint; name is the URL path segment /hooks/{name}.';
 COMMENT ON COLUMN @extschema@.sources.signing_secrets IS
 	'Current signing secrets; several during rotation. Readable only by the owner.';
+COMMENT ON COLUMN @extschema@.sources.replay_window IS
+	'For schemes that sign only the body (shopify, github, razorpay, checkout, hmac without a timestamp): a body received again within this window is a duplicate whatever id its headers carry. 0 turns the check off.';
 COMMENT ON COLUMN @extschema@.sources.flagged IS
 	'Set by the worker when the provider refused our credentials (401/403).';
 
@@ -157,6 +161,18 @@ CREATE INDEX deliveries_event_idx ON @extschema@.deliveries (source_id, event_id
 CREATE INDEX deliveries_received_idx ON @extschema@.deliveries (received_at);
 COMMENT ON TABLE @extschema@.deliveries IS
 	'Audit of every accepted delivery attempt, duplicates included. Bounded by prune().';
+
+CREATE TABLE @extschema@.seen_bodies (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	body_sha256		bytea NOT NULL,
+	event_id		text NOT NULL,
+	first_seen_at	timestamptz NOT NULL DEFAULT now(),
+	expires_at		timestamptz NOT NULL,
+	PRIMARY KEY (source_id, body_sha256)
+);
+CREATE INDEX seen_bodies_expires_idx ON @extschema@.seen_bodies (expires_at);
+COMMENT ON TABLE @extschema@.seen_bodies IS
+	'Replay protection for body-only signing schemes: the digest of each body received, with the event id it first came with, until its source''s replay window has passed. Pruned by prune().';
 
 ---------------------------------------------------------------------------
 -- Mirror, leases, transitions, machines, occurrences
@@ -526,6 +542,56 @@ $$;
 COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
 	'Finds the route of an event and extracts object type, id, version, time and status.';
 
+/*
+ * Classify a batch of events in one statement: the most specific route of
+ * each distinct (source, type), then its paths on each payload.  Rows come
+ * back with their 1-based position in the arrays.  Called by intake inside
+ * one subtransaction per batch; a route path that raises on some payload
+ * makes intake classify that batch's events one by one.
+ */
+CREATE FUNCTION @extschema@._classify_batch(p_source_ids integer[], p_kinds text[],
+	p_event_types text[], p_payloads jsonb[])
+RETURNS TABLE (ord bigint, route_id integer, route_version integer, strategy text,
+	object_type text, object_id text, version numeric, provider_time timestamptz,
+	status_value text)
+LANGUAGE sql STABLE AS $$
+	WITH e AS (
+		SELECT * FROM unnest(p_source_ids, p_kinds, p_event_types, p_payloads) WITH ORDINALITY
+			AS e(source_id, kind, event_type, payload, ord)
+	), m AS (
+		SELECT t.source_id AS for_source, t.event_type AS for_type, r.*
+		  FROM (SELECT DISTINCT e.source_id, e.kind, e.event_type FROM e) t
+		 CROSS JOIN LATERAL (
+			SELECT x.id, x.version, x.strategy, x.class, x.object_type, x.object_type_path,
+				   x.object_id_path, x.version_path, x.time_path, x.status_path, x.tombstone
+			  FROM webhook_inbox.routes x
+			 WHERE (x.source_id = t.source_id OR x.source_kind = t.kind)
+			   AND t.event_type LIKE webhook_inbox._pattern_like(x.event_type)
+			 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, length(x.event_type) DESC, x.id
+			 LIMIT 1) r
+	), s AS (
+		SELECT e.ord, m.*,
+			   CASE WHEN m.class <> 'ignore' AND m.status_path IS NOT NULL
+					THEN webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, m.status_path)) END AS st,
+			   e.payload
+		  FROM e LEFT JOIN m ON m.for_source = e.source_id AND m.for_type = e.event_type
+	)
+	SELECT s.ord, s.id, s.version, s.strategy,
+		   CASE WHEN s.class <> 'ignore' THEN coalesce(
+				webhook_inbox._scalar_text(jsonb_path_query_first(s.payload, s.object_type_path)),
+				s.object_type) END,
+		   CASE WHEN s.class <> 'ignore'
+				THEN webhook_inbox._scalar_text(jsonb_path_query_first(s.payload, s.object_id_path)) END,
+		   CASE WHEN s.class <> 'ignore' AND s.version_path IS NOT NULL
+				THEN webhook_inbox._version_of(jsonb_path_query_first(s.payload, s.version_path)) END,
+		   CASE WHEN s.class <> 'ignore' AND s.time_path IS NOT NULL
+				THEN webhook_inbox._time_of(jsonb_path_query_first(s.payload, s.time_path)) END,
+		   CASE WHEN s.class <> 'ignore' AND s.tombstone THEN coalesce(s.st, 'deleted') ELSE s.st END
+	  FROM s
+$$;
+COMMENT ON FUNCTION @extschema@._classify_batch(integer[], text[], text[], jsonb[]) IS
+	'Finds the route of each event of a batch and extracts object type, id, version, time and status, set-based.';
+
 CREATE FUNCTION @extschema@._routes_bump() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -545,7 +611,14 @@ CREATE FUNCTION @extschema@.intake(source text, headers text[], body bytea) RETU
 AS 'MODULE_PATHNAME', 'wi_intake'
 LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.intake(text, text[], bytea) IS
-	'The receiver''s only entry: records a verified delivery. headers is {name, value, name, value, ...}. Returns new, duplicate or quarantined.';
+	'Records one verified delivery. headers is {name, value, name, value, ...}. Returns new, duplicate or quarantined; raises for an unknown or disabled source and an over-long id.';
+
+CREATE FUNCTION @extschema@.intake_batch(sources text[], headers text[], bodies bytea[])
+RETURNS TABLE (ord integer, outcome text, reason text)
+AS 'MODULE_PATHNAME', 'wi_intake_batch'
+LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION @extschema@.intake_batch(text[], text[], bytea[]) IS
+	'The receiver''s entry: records a batch of verified deliveries set-based. Delivery i is sources[i], row i of the two-dimensional headers array ({name, value, ...} padded with NULL pairs) and bodies[i]. One row per delivery: new, duplicate, quarantined or refused (nothing stored), with a reason.';
 
 ---------------------------------------------------------------------------
 -- Claims (C) and their completion
@@ -962,6 +1035,8 @@ BEGIN
 	GET DIAGNOSTICS inbox_deleted = ROW_COUNT;
 	DELETE FROM webhook_inbox.deliveries WHERE received_at < now() - older_than;
 	GET DIAGNOSTICS deliveries_deleted = ROW_COUNT;
+	/* digests outlive neither their replay window nor the retention */
+	DELETE FROM webhook_inbox.seen_bodies WHERE expires_at <= now() OR first_seen_at < now() - older_than;
 	payloads_stripped := 0;
 	IF strip_payloads_older_than IS NOT NULL THEN
 		/* identities stay: source, event id, object, outcome; the bodies go */

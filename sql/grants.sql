@@ -1,7 +1,8 @@
 ---------------------------------------------------------------------------
--- Function privileges: none for PUBLIC; the receiver gets exactly two
+-- Function privileges: none for PUBLIC; the receiver gets exactly three
 ---------------------------------------------------------------------------
 
 REVOKE ALL ON ALL ROUTINES IN SCHEMA @extschema@ FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION @extschema@.intake(text, text[], bytea) TO webhook_inbox_receiver;
+GRANT EXECUTE ON FUNCTION @extschema@.intake_batch(text[], text[], bytea[]) TO webhook_inbox_receiver;
 GRANT EXECUTE ON FUNCTION @extschema@.receiver_sources() TO webhook_inbox_receiver;

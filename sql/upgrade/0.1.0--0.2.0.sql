@@ -67,3 +67,18 @@ DROP FUNCTION @extschema@.sweep_now(text, text);
 DROP FUNCTION @extschema@._sweep_now(text, text);
 -- _worker_source() also returns the Shopify Admin API version
 DROP FUNCTION @extschema@._worker_source(integer);
+
+-- intake: replay protection for body-only signing schemes (per-source
+-- window, digests of the bodies seen)
+ALTER TABLE @extschema@.sources ADD COLUMN replay_window interval NOT NULL DEFAULT '7 days'
+	CONSTRAINT sources_replay_window_check CHECK (replay_window >= '0 seconds');
+CREATE TABLE @extschema@.seen_bodies (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	body_sha256		bytea NOT NULL,
+	event_id		text NOT NULL,
+	first_seen_at	timestamptz NOT NULL DEFAULT now(),
+	expires_at		timestamptz NOT NULL,
+	PRIMARY KEY (source_id, body_sha256)
+);
+CREATE INDEX seen_bodies_expires_idx ON @extschema@.seen_bodies (expires_at);
+REVOKE ALL ON @extschema@.seen_bodies FROM PUBLIC;

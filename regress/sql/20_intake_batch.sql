@@ -1,0 +1,112 @@
+-- intake_batch(): one call for many deliveries, each with its own outcome;
+-- replay protection for schemes that sign only the body.  Runs last: the
+-- rows it adds would change the counts the earlier files print.
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+SET client_min_messages = warning;
+CREATE FUNCTION wb(t text) RETURNS bytea LANGUAGE sql AS $$ SELECT convert_to(t, 'UTF8') $$;
+SELECT webhook_inbox.create_source('bstripe', 'stripe', 'whsec_b') > 0 AS created;
+SELECT webhook_inbox.create_source('bgh', 'github', 'gh-b') > 0 AS created;
+SELECT webhook_inbox.create_source('bshop', 'shopify', 'shpss_b') > 0 AS created;
+SELECT webhook_inbox.create_source('brzp', 'razorpay', 'rzp-b') > 0 AS created;
+SELECT webhook_inbox.create_source('bcko', 'checkout', 'cko-b', enabled => false) > 0 AS created;
+SELECT name, replay_window FROM webhook_inbox.sources WHERE name LIKE 'b%' ORDER BY name;
+-- a route whose version path reads a field that is sometimes not a timestamp
+INSERT INTO webhook_inbox.routes (source_kind, event_type, class, strategy, object_type, object_id_path, version_path)
+VALUES ('stripe', 'gadget.*', 'state', 'version', 'gadget', '$.data.object.id', '$.data.object.changed');
+
+-- one batch: valid, in-batch duplicate, unknown and disabled sources, an over-long id, a malformed
+-- body, a route path that raises, a NULL source, a NULL body, a NULL header name, an empty body
+SELECT * FROM webhook_inbox.intake_batch(
+	ARRAY['bstripe', 'bstripe', 'nosuch', 'bcko', 'bgh', 'bstripe', 'bstripe', NULL, 'bstripe', 'bgh', 'bstripe', 'bstripe'],
+	ARRAY[['x-webhook-inbox-delivery', 'b-1', NULL, NULL],
+		  ['x-webhook-inbox-delivery', 'b-2', NULL, NULL],
+		  [NULL, NULL, NULL, NULL],
+		  [NULL, NULL, NULL, NULL],
+		  ['x-github-delivery', repeat('d', 256), 'x-github-event', 'issues'],
+		  [NULL, NULL, NULL, NULL],
+		  [NULL, NULL, NULL, NULL],
+		  [NULL, NULL, NULL, NULL],
+		  [NULL, NULL, NULL, NULL],
+		  [NULL, 'value', NULL, NULL],
+		  [NULL, NULL, NULL, NULL],
+		  [NULL, NULL, NULL, NULL]],
+	ARRAY[wb('{"id":"evt_b1","type":"customer.subscription.updated","data":{"object":{"id":"sub_b1","status":"active"}}}'),
+		  wb('{"id":"evt_b1","type":"customer.subscription.updated","data":{"object":{"id":"sub_b1","status":"active"}}}'),
+		  wb('{}'),
+		  wb('{"id":"x","type":"y"}'),
+		  wb('{"action":"opened","issue":{"id":9}}'),
+		  wb('{"id":"evt_b2", "type":'),
+		  wb('{"id":"evt_b3","type":"gadget.updated","data":{"object":{"id":"g_1","changed":"not a time"}}}'),
+		  wb('{}'),
+		  NULL,
+		  wb('{}'),
+		  wb('{"id":"evt_b4","type":"gadget.updated","data":{"object":{"id":"g_2","changed":1700000000}}}'),
+		  '']::bytea[]);
+SELECT event_id, status, reason, object_id, provider_version FROM webhook_inbox.inbox
+ WHERE event_id IN ('evt_b1', 'evt_b3', 'evt_b4') OR reason LIKE 'invalid_json: The input string ended%' ORDER BY event_id;
+SELECT delivery_id, outcome FROM webhook_inbox.deliveries WHERE delivery_id LIKE 'b-%' ORDER BY delivery_id;
+-- refused deliveries store nothing
+SELECT count(*) FROM webhook_inbox.deliveries WHERE length(event_id) > 255;
+-- the limits are bytes: 255 is accepted, 256 refused
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bgh', 'bgh'],
+	ARRAY[['x-github-delivery', repeat('e', 255), 'x-github-event', 'ping'], ['x-github-delivery', repeat('é', 128), 'x-github-event', 'ping']],
+	ARRAY[wb('{"zen":"a"}'), wb('{"zen":"b"}')]);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bshop'],
+	ARRAY[['x-shopify-webhook-id', 'wh-long-corr', 'x-shopify-topic', 'orders/updated', 'x-shopify-event-id', repeat('c', 300)]],
+	ARRAY[wb('{"id":1,"updated_at":"2026-01-01T00:00:00Z"}')]);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe'], '{}',
+	ARRAY[wb('{"id":"evt_long_obj","type":"customer.subscription.updated","data":{"object":{"id":"' || repeat('o', 256) || '"}}}')]);
+-- an empty batch, and a batch without headers
+SELECT * FROM webhook_inbox.intake_batch('{}', '{}', '{}');
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe'], '{}', ARRAY[wb('{"id":"evt_b5","type":"refund.created","data":{"object":{"id":"re_b5"}}}')]);
+
+-- malformed arrays are the caller's bug and raise
+SELECT * FROM webhook_inbox.intake_batch(NULL, '{}', '{}');
+SELECT * FROM webhook_inbox.intake_batch('{}', NULL, '{}');
+SELECT * FROM webhook_inbox.intake_batch('{}', '{}', NULL);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe'], '{}', '{}');
+SELECT * FROM webhook_inbox.intake_batch(ARRAY[['bstripe']], '{}', ARRAY[[wb('{}')]]);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe'], ARRAY['a', 'b'], ARRAY[wb('{}')]);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe'], ARRAY[['a', 'b', 'c']], ARRAY[wb('{}')]);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe', 'bstripe'], ARRAY[['a', 'b']], ARRAY[wb('{}'), wb('{}')]);
+-- intake() refuses what the batch refuses, by raising
+SELECT webhook_inbox.intake('bgh', ARRAY['x-github-delivery', repeat('d', 4000), 'x-github-event', 'issues'], wb('{}'));
+
+-- replays: GitHub signs only the body; the same signed body under a fresh delivery id is a duplicate
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bgh'], ARRAY[['x-github-delivery', 'gh-r1', 'x-github-event', 'issues']],
+	ARRAY[wb('{"action":"closed","issue":{"id":77,"state":"closed","updated_at":"2026-02-01T00:00:00Z"}}')]);
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bgh'], ARRAY[['x-github-delivery', 'gh-r2', 'x-github-event', 'issues']],
+	ARRAY[wb('{"action":"closed","issue":{"id":77,"state":"closed","updated_at":"2026-02-01T00:00:00Z"}}')]);
+SELECT webhook_inbox.intake('bgh', ARRAY['x-github-delivery', 'gh-r3', 'x-github-event', 'issues'],
+	wb('{"action":"closed","issue":{"id":77,"state":"closed","updated_at":"2026-02-01T00:00:00Z"}}'));
+-- Shopify: a body replayed under another topic is a duplicate, never an orders/delete
+SELECT webhook_inbox.intake('bshop', ARRAY['x-shopify-webhook-id', 'wh-r1', 'x-shopify-topic', 'orders/updated'], wb('{"id":9001,"updated_at":"2026-02-01T00:00:00Z"}'));
+SELECT webhook_inbox.intake('bshop', ARRAY['x-shopify-webhook-id', 'wh-r2', 'x-shopify-topic', 'orders/delete'], wb('{"id":9001,"updated_at":"2026-02-01T00:00:00Z"}'));
+-- two copies in one batch: the first may be new, the second is its replay
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['brzp', 'brzp'],
+	ARRAY[['x-razorpay-event-id', 'rzp-r1'], ['x-razorpay-event-id', 'rzp-r2']],
+	ARRAY[wb('{"event":"payment.captured","payload":{"payment":{"entity":{"id":"pay_r","status":"captured"}}}}'),
+		  wb('{"event":"payment.captured","payload":{"payment":{"entity":{"id":"pay_r","status":"captured"}}}}')]);
+SELECT event_id, event_type, status FROM webhook_inbox.inbox WHERE event_id IN ('gh-r1', 'gh-r2', 'gh-r3', 'wh-r1', 'wh-r2', 'rzp-r1', 'rzp-r2') ORDER BY event_id;
+SELECT event_id, outcome FROM webhook_inbox.deliveries WHERE event_id IN ('gh-r1', 'gh-r2', 'gh-r3', 'wh-r1', 'wh-r2', 'rzp-r1', 'rzp-r2') ORDER BY event_id;
+-- Stripe signs a timestamp: the same body twice is deduplicated by its id, the digest is not recorded
+SELECT count(*) FROM webhook_inbox.seen_bodies WHERE source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'bstripe');
+-- once the window has passed the body is new again; a zero window turns the check off
+UPDATE webhook_inbox.seen_bodies SET expires_at = now() - interval '1 second' WHERE event_id = 'gh-r1';
+SELECT webhook_inbox.intake('bgh', ARRAY['x-github-delivery', 'gh-r4', 'x-github-event', 'issues'],
+	wb('{"action":"closed","issue":{"id":77,"state":"closed","updated_at":"2026-02-01T00:00:00Z"}}'));
+UPDATE webhook_inbox.sources SET replay_window = '0 seconds' WHERE name = 'bshop';
+SELECT webhook_inbox.intake('bshop', ARRAY['x-shopify-webhook-id', 'wh-r3', 'x-shopify-topic', 'orders/updated'], wb('{"id":9001,"updated_at":"2026-02-01T00:00:00Z"}'));
+\set VERBOSITY terse
+UPDATE webhook_inbox.sources SET replay_window = '-1 day' WHERE name = 'bshop';
+\set VERBOSITY default
+UPDATE webhook_inbox.sources SET replay_window = '7 days' WHERE name = 'bshop';
+-- prune drops digests whose window has passed
+UPDATE webhook_inbox.seen_bodies SET expires_at = now() - interval '1 second' WHERE event_id = 'wh-r1';
+SELECT deliveries_deleted >= 0 AS pruned FROM webhook_inbox.prune('30 days');
+SELECT count(*) FROM webhook_inbox.seen_bodies WHERE event_id = 'wh-r1';
+
+-- the receiver's role may call the batch form
+SELECT has_function_privilege('webhook_inbox_receiver', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
+SELECT has_function_privilege('public', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
