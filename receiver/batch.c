@@ -7,10 +7,18 @@
  * ended by a pipeline sync:
  *
  *	setup     synchronous_commit guard; LISTEN webhook_inbox_sources;
- *	          PREPARE intake; load sources
+ *	          PREPARE intake_batch; load sources
  *	sources   load sources (after NOTIFY or SIGHUP)
- *	batch     BEGIN; intake($1,$2,$3) per delivery; COMMIT
+ *	batch     BEGIN; intake_batch($1, $2, $3) for the whole batch; COMMIT
  *	rollback  ROLLBACK, after a batch left the session in a failed block
+ *
+ * A batch is one statement, whatever its size: its sources, headers and
+ * bodies travel as three arrays in PostgreSQL's binary array format (no
+ * escaping of the bodies), and intake_batch() writes them set-based and
+ * returns one outcome per delivery, in order.  A delivery's own fault (an
+ * over-long id, a source disabled since the last load) is its own answer,
+ * 4xx, and never touches its batch-mates; intake_batch() writes rows in
+ * a stable key order, so batches on different connections cannot deadlock.
  *
  * A connection has one unit in flight at a time.  That keeps failure
  * simple: a failed batch cannot poison a following one.  Deliveries wait in
@@ -30,6 +38,7 @@
  */
 #include "batch.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -45,10 +54,14 @@
 #define RELOAD_RETRY_MS 1000
 #define NOTIFY_CHANNEL	"webhook_inbox_sources"
 
-/* Type OIDs of intake()'s arguments: text, text[], bytea. */
+/* Type OIDs of intake_batch()'s arguments: text[], text[], bytea[]. */
 #define TEXTOID			25
-#define TEXTARRAYOID	1009
 #define BYTEAOID		17
+#define TEXTARRAYOID	1009
+#define BYTEAARRAYOID	1001
+
+/* A batch stops growing at this many body bytes (a parameter must stay far below 1 GB). */
+#define BATCH_MAX_BYTES (64 * 1024 * 1024)
 
 typedef enum db_state
 {
@@ -86,7 +99,6 @@ typedef struct dbconn
 	int			batch_n;
 	int			failed;
 	int			commit_ok;
-	rcv_delivery *next_outcome;
 	int			noutcomes;
 	struct timespec sent_at;
 } dbconn;
@@ -112,6 +124,14 @@ static struct
 	struct event *reload_ev;	/* retry of a failed source load */
 	int			stopping;
 	void		(*drained) (void);
+
+	/* the three array parameters of a batch, reused */
+	struct abuf
+	{
+		char	   *data;
+		size_t		len;
+		size_t		cap;
+	}			arg[3];
 } db;
 
 static void db_connect(evutil_socket_t fd, short what, void *arg);
@@ -342,7 +362,7 @@ send_setup_or_sources(dbconn *c)
 
 	if (setup)
 	{
-		static const Oid types[3] = {TEXTOID, TEXTARRAYOID, BYTEAOID};
+		static const Oid types[3] = {TEXTARRAYOID, TEXTARRAYOID, BYTEAARRAYOID};
 
 		/*
 		 * An acknowledgement promises durability: with synchronous_commit
@@ -355,8 +375,9 @@ send_setup_or_sources(dbconn *c)
 							   0, NULL, NULL, NULL, NULL, 0) ||
 			!PQsendQueryParams(c->conn, "LISTEN " NOTIFY_CHANNEL, 0, NULL, NULL,
 							   NULL, NULL, 0) ||
-			!PQsendPrepare(c->conn, "intake",
-						   "SELECT webhook_inbox.intake($1, $2, $3)", 3, types))
+			!PQsendPrepare(c->conn, "intake_batch",
+						   "SELECT ord, outcome, reason FROM webhook_inbox.intake_batch($1, $2, $3)",
+						   3, types))
 			goto err;
 	}
 	if (!PQsendQueryParams(c->conn, rcv_sources_query, 0, NULL, NULL, NULL, NULL, 0))
@@ -368,9 +389,99 @@ err:
 	db_fail(c, PQerrorMessage(c->conn));
 }
 
+/* ---------------------------------------------------------------------
+ * Binary array parameters (the format of array_recv: a header, the
+ * dimensions, then each element as a 4-byte length, -1 for NULL, and bytes)
+ * --------------------------------------------------------------------- */
+
+static int
+abuf_add(struct abuf *b, const void *p, size_t n)
+{
+	if (b->len + n > b->cap)
+	{
+		size_t		ncap = b->cap ? b->cap : 64 * 1024;
+		char	   *nd;
+
+		while (ncap < b->len + n)
+			ncap *= 2;
+		nd = realloc(b->data, ncap);
+		if (nd == NULL)
+			return -1;
+		b->data = nd;
+		b->cap = ncap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+static int
+abuf_int(struct abuf *b, int32_t v)
+{
+	unsigned char be[4] = {(unsigned char) ((uint32_t) v >> 24), (unsigned char) ((uint32_t) v >> 16),
+	(unsigned char) ((uint32_t) v >> 8), (unsigned char) v};
+
+	return abuf_add(b, be, 4);
+}
+
+/* Start an array of elemtype with the given dimensions (lower bounds 1). */
+static int
+abuf_start(struct abuf *b, int ndim, const int *dims, int hasnull, int32_t elemtype)
+{
+	b->len = 0;
+	if (abuf_int(b, ndim) < 0 || abuf_int(b, hasnull) < 0 || abuf_int(b, elemtype) < 0)
+		return -1;
+	for (int i = 0; i < ndim; i++)
+		if (abuf_int(b, dims[i]) < 0 || abuf_int(b, 1) < 0)
+			return -1;
+	return 0;
+}
+
+static int
+abuf_elem(struct abuf *b, const void *p, size_t n)
+{
+	return abuf_int(b, (int32_t) n) < 0 || abuf_add(b, p, n) < 0 ? -1 : 0;
+}
+
+/*
+ * encode_batch
+ *		The three arrays of intake_batch() for the deliveries of list (n of
+ *		them): sources, headers as one row per delivery padded with NULL
+ *		pairs to the longest, bodies.  Returns 0 or -1 (out of memory).
+ */
+static int
+encode_batch(rcv_delivery *list, int n)
+{
+	int			width = 0;
+	int			dims[2];
+
+	for (rcv_delivery *d = list; d; d = d->next)
+		if (d->npairs * 2 > width)
+			width = d->npairs * 2;
+	dims[0] = n;
+	dims[1] = width;
+	if (abuf_start(&db.arg[0], 1, dims, 0, TEXTOID) < 0 ||
+		abuf_start(&db.arg[1], width ? 2 : 0, dims, 1, TEXTOID) < 0 ||
+		abuf_start(&db.arg[2], 1, dims, 0, BYTEAOID) < 0)
+		return -1;
+	for (rcv_delivery *d = list; d; d = d->next)
+	{
+		if (abuf_elem(&db.arg[0], d->source, strlen(d->source)) < 0 ||
+			abuf_add(&db.arg[1], d->headers, d->headers_len) < 0 ||
+			abuf_elem(&db.arg[2], d->body, d->len) < 0)
+			return -1;
+		for (int k = d->npairs * 2; k < width; k++)
+			if (abuf_int(&db.arg[1], -1) < 0)
+				return -1;
+	}
+	return 0;
+}
+
 /*
  * send_batch
- *		Move up to batch-size waiting deliveries into one transaction on c.
+ *		Move up to batch-size waiting deliveries (and at most about
+ *		BATCH_MAX_BYTES of bodies) into one transaction on c: one
+ *		intake_batch() call between BEGIN and COMMIT.
  */
 static void
 send_batch(dbconn *c)
@@ -378,38 +489,41 @@ send_batch(dbconn *c)
 	rcv_delivery *d;
 	rcv_delivery **tailp = &c->batch;
 	int			n = 0;
+	size_t		bytes = 0;
+	const char *values[3];
+	int			lengths[3];
+	static const int formats[3] = {1, 1, 1};
 
 	c->inflight = U_BATCH;
-	if (!PQsendQueryParams(c->conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0))
-		goto err;
-	while (db.head && n < db.cfg->batch_size)
+	while (db.head && n < db.cfg->batch_size &&
+		   (n == 0 || bytes + db.head->len <= BATCH_MAX_BYTES))
 	{
-		const char *values[3];
-		int			lengths[3];
-		static const int formats[3] = {0, 0, 1};	/* body goes binary */
-
 		d = db.head;
 		db.head = d->next;
 		d->next = NULL;
 		*tailp = d;
 		tailp = &d->next;
 		n++;
+		bytes += d->len;
 		db.nwaiting--;
 		c->batch_n = n;
-
-		values[0] = d->source;
-		values[1] = d->headers;
-		values[2] = (const char *) d->body;
-		lengths[0] = lengths[1] = 0;
-		lengths[2] = (int) d->len;
-		if (!PQsendQueryPrepared(c->conn, "intake", 3, values, lengths, formats, 0))
-			goto err;
 	}
 	if (db.head == NULL)
 		db.tail = NULL;
-	if (!PQsendQueryParams(c->conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
+	if (encode_batch(c->batch, n) < 0)
+	{
+		db_fail(c, "out of memory");
+		return;
+	}
+	for (int i = 0; i < 3; i++)
+	{
+		values[i] = db.arg[i].data;
+		lengths[i] = (int) db.arg[i].len;
+	}
+	if (!PQsendQueryParams(c->conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) ||
+		!PQsendQueryPrepared(c->conn, "intake_batch", 3, values, lengths, formats, 0) ||
+		!PQsendQueryParams(c->conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
 		goto err;
-	c->next_outcome = c->batch;
 	c->noutcomes = 0;
 	/* what is left was already waiting: the next idle connection takes it */
 	db.delay_due = db.nwaiting > 0;
@@ -418,10 +532,62 @@ send_batch(dbconn *c)
 	unit_sent(c, U_BATCH);
 	return;
 err:
-	if (db.head == NULL)
-		db.tail = NULL;
 	/* c->batch holds what was taken; db_fail answers it */
 	db_fail(c, PQerrorMessage(c->conn));
+}
+
+/*
+ * The answer for a delivery intake_batch() refused on its own account: 404
+ * for a source that is unknown or disabled (the database knew before our
+ * reload), 400 for what the delivery carries (an over-long id).  The body
+ * is the reason's code, the part before its colon.
+ */
+static void
+set_refusal(rcv_delivery *d, const char *reason)
+{
+	size_t		n = strcspn(reason ? reason : "", ":");
+
+	if (n == 0)
+	{
+		reason = "refused";
+		n = strlen(reason);
+	}
+	if (n >= sizeof(d->outcome))
+		n = sizeof(d->outcome) - 1;
+	memcpy(d->outcome, reason, n);
+	d->outcome[n] = '\0';
+	d->status = strcmp(d->outcome, "unknown_source") == 0 ||
+		strcmp(d->outcome, "source_disabled") == 0 ? 404 : 400;
+}
+
+/*
+ * Take intake_batch()'s rows: one per delivery of c's batch, in order.
+ * Returns 0, or -1 when the result does not have that shape.
+ */
+static int
+take_outcomes(dbconn *c, const PGresult *res)
+{
+	rcv_delivery *d = c->batch;
+
+	if (PQntuples(res) != c->batch_n || PQnfields(res) != 3)
+		return -1;
+	for (int i = 0; i < c->batch_n; i++, d = d->next)
+	{
+		const char *outcome = PQgetvalue(res, i, 1);
+
+		if (d == NULL || PQgetisnull(res, i, 0) || PQgetisnull(res, i, 1) ||
+			atoi(PQgetvalue(res, i, 0)) != i + 1)
+			return -1;
+		if (strcmp(outcome, "refused") == 0)
+			set_refusal(d, PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2));
+		else
+		{
+			d->status = 200;
+			snprintf(d->outcome, sizeof(d->outcome), "%s", outcome);
+		}
+	}
+	c->noutcomes = c->batch_n;
+	return 0;
 }
 
 static int
@@ -498,19 +664,14 @@ handle_result(dbconn *c, PGresult *res)
 	}
 	if (c->inflight == U_BATCH)
 	{
-		/* BEGIN, then one row per intake() in order, then COMMIT */
+		/* BEGIN, then intake_batch()'s rows, then COMMIT */
 		if (st == PGRES_TUPLES_OK)
 		{
-			if (c->next_outcome == NULL || PQntuples(res) != 1 ||
-				PQgetisnull(res, 0, 0))
+			if (take_outcomes(c, res) < 0)
 			{
 				c->failed = 1;
-				return;
+				rcv_log(RCV_LOG_WARNING, "batch failed: unexpected result shape");
 			}
-			snprintf(c->next_outcome->outcome, sizeof(c->next_outcome->outcome),
-					 "%s", PQgetvalue(res, 0, 0));
-			c->next_outcome = c->next_outcome->next;
-			c->noutcomes++;
 		}
 		else if (strcmp(PQcmdStatus(res), "COMMIT") == 0)
 			c->commit_ok = 1;
@@ -884,6 +1045,8 @@ rcv_batch_free(void)
 			PQfinish(c->conn);
 	}
 	free(db.conns);
+	for (int i = 0; i < 3; i++)
+		free(db.arg[i].data);
 	if (db.delay_ev)
 		event_free(db.delay_ev);
 	if (db.reload_ev)

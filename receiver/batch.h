@@ -14,8 +14,10 @@
 
 /*
  * A verified delivery waiting for its transaction.  The HTTP side fills
- * source, headers (array literal, malloc'd), body/len (borrowed from the
- * request, which outlives the delivery) and req; batch.c sets outcome.
+ * source, headers (npairs name/value pairs as binary array elements, see
+ * rcv_encode_header_elements(); malloc'd), body/len (borrowed from the
+ * request, which outlives the delivery) and req; batch.c sets status and
+ * outcome.
  */
 typedef struct rcv_delivery
 {
@@ -23,15 +25,20 @@ typedef struct rcv_delivery
 	void	   *req;			/* opaque to batch.c: the HTTP request */
 	char	   *source;
 	char	   *headers;
+	size_t		headers_len;
+	int			npairs;
 	const unsigned char *body;
 	size_t		len;
-	char		outcome[16];	/* new | duplicate | quarantined */
+	int			status;			/* HTTP status of the answer */
+	char		outcome[40];	/* new | duplicate | quarantined, or why refused */
 } rcv_delivery;
 
 /*
  * Called exactly once per submitted delivery: committed != 0 means its
- * transaction's COMMIT succeeded and outcome is set; 0 means it was not
- * stored (answer 503).  The callee owns d afterwards.
+ * transaction's COMMIT succeeded and status and outcome are set (200 and
+ * the outcome word, or a 4xx and the reason code of a delivery refused on
+ * its own, e.g. 400 event_id_too_long); 0 means it was not stored (answer
+ * 503).  The callee owns d afterwards.
  */
 typedef void (*rcv_complete_fn) (rcv_delivery *d, int committed);
 

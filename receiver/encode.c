@@ -1,7 +1,9 @@
 /*
  * encode.c
- *		Builds the PostgreSQL array literal {name1,value1,name2,value2,…}
- *		that intake() takes as its headers argument.
+ *		Turns a delivery's headers into what intake takes: the PostgreSQL
+ *		array literal {name1,value1,name2,value2,…} of intake(), or the
+ *		same elements in the binary array format, which batch.c joins into
+ *		the two-dimensional headers argument of intake_batch().
  *
  * Names are lowercased (HTTP header names are case-insensitive; the
  * extension looks them up in lower case).  Header values may carry bytes
@@ -12,6 +14,7 @@
  */
 #include "encode.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,6 +117,86 @@ put_element(buf *b, const char *s, int lower)
 		}
 	}
 	return buf_put(b, '"');
+}
+
+/* Append n bytes. */
+static int
+buf_add(buf *b, const void *p, size_t n)
+{
+	const char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		if (buf_put(b, c[i]) < 0)
+			return -1;
+	return 0;
+}
+
+/*
+ * Append one binary array element: a 4-byte big-endian length, then the
+ * bytes, sanitised as put_element() does (no quoting in this format).
+ */
+static int
+put_binary_element(buf *b, const char *s, int lower)
+{
+	const unsigned char *p = (const unsigned char *) s;
+	size_t		len = strlen(s);
+	size_t		start = b->len;
+	uint32_t	n;
+	unsigned char be[4] = {0, 0, 0, 0};
+
+	if (buf_add(b, be, 4) < 0)
+		return -1;
+	for (size_t i = 0; i < len;)
+	{
+		size_t		k = utf8_seq_len(p + i, len - i);
+
+		if (k == 0)
+		{
+			if (buf_put(b, '?') < 0)
+				return -1;
+			i++;
+			continue;
+		}
+		for (; k > 0; k--, i++)
+		{
+			char		c = (char) p[i];
+
+			if (lower && c >= 'A' && c <= 'Z')
+				c = (char) (c - 'A' + 'a');
+			if (buf_put(b, c) < 0)
+				return -1;
+		}
+	}
+	n = (uint32_t) (b->len - start - 4);
+	b->data[start] = (char) (n >> 24);
+	b->data[start + 1] = (char) (n >> 16);
+	b->data[start + 2] = (char) (n >> 8);
+	b->data[start + 3] = (char) n;
+	return 0;
+}
+
+/*
+ * rcv_encode_header_elements
+ *		hdrs as 2 * nhdrs binary array elements (name, value, ...), malloc'd
+ *		(caller frees), its length in *len; NULL when out of memory.
+ */
+char *
+rcv_encode_header_elements(const rcv_header *hdrs, int nhdrs, size_t *len)
+{
+	buf			b = {NULL, 0, 0};
+
+	if (buf_put(&b, '\0') < 0)	/* a zero-length list still gets a buffer */
+		goto err;
+	b.len = 0;
+	for (int i = 0; i < nhdrs; i++)
+		if (put_binary_element(&b, hdrs[i].name, 1) < 0 ||
+			put_binary_element(&b, hdrs[i].value, 0) < 0)
+			goto err;
+	*len = b.len;
+	return b.data;
+err:
+	free(b.data);
+	return NULL;
 }
 
 /*

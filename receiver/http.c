@@ -385,7 +385,7 @@ void
 rcv_http_complete(rcv_delivery *d, int committed)
 {
 	if (committed)
-		reply(d->req, d->source, d->source, 200, d->outcome, NULL);
+		reply(d->req, d->source, d->source, d->status, d->outcome, NULL);
 	else
 		reply(d->req, d->source, d->source, 503, "database unavailable",
 			  "database_unavailable");
@@ -533,7 +533,8 @@ handle_hook(struct evhttp_request *req, const char *name)
 		goto oom;
 	d->req = req;
 	d->source = strdup(src->name);
-	d->headers = rcv_encode_headers(hdrs, nstore);
+	d->headers = rcv_encode_header_elements(hdrs, nstore, &d->headers_len);
+	d->npairs = nstore;
 	d->body = body;
 	d->len = len;
 	free(hdrs);
