@@ -14,7 +14,7 @@ OBJS = $(EXT_SRCS:.c=.o)
 
 # The install script is assembled from one fragment per part of the schema.
 SQL_PARTS = sql/header.sql sql/core.sql $(sort $(wildcard sql/worker.sql)) \
-	$(sort $(wildcard sql/effects.sql)) sql/presets.sql sql/grants.sql \
+	$(sort $(wildcard sql/effects.sql)) sql/presets.sql sql/ops.sql sql/grants.sql \
 	sql/search_path.sql
 # Fragments re-run whole at the end of every upgrade script too: each of
 # their statements must be idempotent (sql/search_path.sql pins search_path

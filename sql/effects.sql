@@ -205,7 +205,7 @@ COMMENT ON FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, te
 	'Records an approved operation with its exact request. The same key and request return the existing effect; the same key with another request is refused. Returns the effect id.';
 
 CREATE FUNCTION @extschema@.resolve_effect(effect_id bigint, outcome text, note text) RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	e webhook_inbox.effects;
 BEGIN
@@ -225,8 +225,13 @@ BEGIN
 		RAISE EXCEPTION 'effect % is % and needs no resolution', effect_id, e.status
 			USING ERRCODE = 'object_not_in_prerequisite_state';
 	END IF;
-	INSERT INTO webhook_inbox.effect_resolutions (effect_id, previous_status, outcome, note)
-	VALUES (e.id, e.status, outcome, note);
+	/* a definer's function: each owner resolves its own (sql/ops.sql) */
+	IF NOT webhook_inbox._may_act_for(e.owner) THEN
+		RAISE EXCEPTION 'effect % is owned by %', effect_id, e.owner USING ERRCODE = 'insufficient_privilege',
+			HINT = 'webhook_inbox_finance resolves finance''s effects, webhook_inbox_operator operations''.';
+	END IF;
+	INSERT INTO webhook_inbox.effect_resolutions (effect_id, previous_status, outcome, note, resolved_by)
+	VALUES (e.id, e.status, outcome, note, webhook_inbox._caller());
 	UPDATE webhook_inbox.effects
 	   SET status = CASE outcome WHEN 'retry' THEN 'pending' ELSE outcome END,
 		   reason = 'resolved: ' || note, claim_token = NULL, holder = NULL, lease_expires_at = NULL,
@@ -236,7 +241,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.resolve_effect(bigint, text, text) IS
-	'A person''s decision on an uncertain, quarantined or failed effect: done, failed, or retry (same key, same body). Audited in effect_resolutions.';
+	'A person''s decision on an uncertain, quarantined or failed effect: done, failed, or retry (same key, same body), by someone who may act for its owner. Audited in effect_resolutions.';
 
 /* The outbox: effects of other kinds, claimed by the user's own code. */
 CREATE FUNCTION @extschema@.claim_effects(worker text, kinds text[], max_effects integer DEFAULT 10,

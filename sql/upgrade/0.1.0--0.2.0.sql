@@ -82,3 +82,90 @@ CREATE TABLE @extschema@.seen_bodies (
 );
 CREATE INDEX seen_bodies_expires_idx ON @extschema@.seen_bodies (expires_at);
 REVOKE ALL ON @extschema@.seen_bodies FROM PUBLIC;
+
+
+-- Operations (sql/ops.sql): roles, queue owners, requeue batches
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_reader') THEN
+		CREATE ROLE webhook_inbox_reader NOLOGIN;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_operator') THEN
+		CREATE ROLE webhook_inbox_operator NOLOGIN IN ROLE webhook_inbox_reader;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_finance') THEN
+		CREATE ROLE webhook_inbox_finance NOLOGIN IN ROLE webhook_inbox_reader;
+	END IF;
+END
+$$;
+
+CREATE TABLE @extschema@.queue_owners (
+	queue			text NOT NULL
+		CONSTRAINT queue_owners_queue_check CHECK (queue IN ('quarantined_event', 'unorderable_event',
+			'uncertain_effect', 'quarantined_effect', 'failed_sweep', 'skipped_sweep', 'flagged_source')),
+	reason			text NOT NULL CONSTRAINT queue_owners_reason_check CHECK (reason <> ''),
+	owner			text NOT NULL
+		CONSTRAINT queue_owners_owner_check CHECK (owner IN ('engineering', 'operations', 'finance')),
+	note			text,
+	preset			boolean NOT NULL DEFAULT false,
+	PRIMARY KEY (queue, reason, preset)
+);
+COMMENT ON TABLE @extschema@.queue_owners IS
+	'Who owns a queue''s items, by (queue, reason); reason * matches any. A row of yours (preset = false) wins over the preset of the same key; updating a preset row stores your row instead, so pg_dump keeps your choice. Effects without a row keep the owner they were requested with.';
+
+INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
+	('quarantined_event', '*', 'engineering', 'transport, decoding and routing: fix the route or the source, then requeue', true),
+	('quarantined_event', 'ambiguous_tie', 'operations', 'two contents with one version and nothing to ask: a person decides', true),
+	('quarantined_event', 'missing_status', 'operations', 'a lifecycle event without its status: a person decides', true),
+	('quarantined_event', 'replay_contradicted', 'operations', 'a replayed event the provider''s present contradicts: review, never re-execute', true),
+	('unorderable_event', '*', 'operations', 'no version, no read API, no machine: a person decides what the event means', true),
+	('failed_sweep', '*', 'engineering', 'reconciliation could not list the provider', true),
+	('skipped_sweep', '*', 'engineering', 'reconciliation passes that could not compare every object', true),
+	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true);
+
+/*
+ * A change of a preset row becomes a row of the user's: the preset stays as
+ * the extension wrote it (CREATE EXTENSION recreates it on restore), the
+ * user's row is dumped and wins.
+ */
+CREATE FUNCTION @extschema@._queue_owners_keep() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		RAISE EXCEPTION 'preset owner of % / % cannot be deleted', OLD.queue, OLD.reason
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Update it, or insert a row of yours with the same queue and reason: yours wins.';
+	END IF;
+	INSERT INTO webhook_inbox.queue_owners (queue, reason, owner, note, preset)
+	VALUES (NEW.queue, NEW.reason, NEW.owner, NEW.note, false)
+	ON CONFLICT (queue, reason, preset) DO UPDATE SET owner = EXCLUDED.owner, note = EXCLUDED.note;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._queue_owners_keep() IS
+	'Turns an update of a preset queue owner into a row of the user''s (which pg_dump keeps); refuses deleting a preset.';
+CREATE TRIGGER queue_owners_keep BEFORE UPDATE OR DELETE ON @extschema@.queue_owners
+	FOR EACH ROW WHEN (OLD.preset) EXECUTE FUNCTION @extschema@._queue_owners_keep();
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.queue_owners', 'WHERE NOT preset');
+
+CREATE INDEX inbox_quarantined_idx ON @extschema@.inbox (source_id, reason) WHERE status = 'quarantined';
+
+CREATE TABLE @extschema@.requeue_batches (
+	id				bigserial PRIMARY KEY,
+	requeued_by		text NOT NULL,
+	requeued_at		timestamptz NOT NULL DEFAULT now(),
+	filter			jsonb NOT NULL,
+	reclassify		boolean NOT NULL,
+	events			integer NOT NULL CONSTRAINT requeue_batches_events_check CHECK (events >= 0),
+	skipped			integer NOT NULL CONSTRAINT requeue_batches_skipped_check CHECK (skipped >= 0),
+	note			text
+);
+COMMENT ON TABLE @extschema@.requeue_batches IS
+	'Audit of every requeue_where() that changed something: who, when, the filter, how many were requeued and skipped; the events are in requeues with this batch_id.';
+ALTER TABLE @extschema@.requeues ADD COLUMN batch_id bigint REFERENCES @extschema@.requeue_batches (id);
+COMMENT ON COLUMN @extschema@.requeues.batch_id IS 'The requeue_where() batch the replay belongs to; NULL for requeue() and reclassify().';
+CREATE INDEX requeues_event_idx ON @extschema@.requeues (event_id);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches_id_seq', '');
+

@@ -1,0 +1,156 @@
+-- Operations: owned queues, the roles and what each may do, controlled replay, typed views.
+\set VERBOSITY default
+\set SHOW_CONTEXT never
+SET client_min_messages = warning;
+CREATE FUNCTION wi_ops_body(t text) RETURNS bytea LANGUAGE sql AS $$ SELECT convert_to(t, 'UTF8') $$;
+SELECT webhook_inbox.create_source('ops_shop', 'shopify', 'shpss_o') AS id;
+SELECT webhook_inbox.create_source('ops_std', 'standard', 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw') AS id;
+SELECT webhook_inbox.create_source('ops_stripe', 'stripe', 'whsec_o', api_base => 'http://127.0.0.1:1') AS id;
+SELECT webhook_inbox.create_source('ops_gh', 'github', 'gh_o') AS id;
+
+-- the owners: presets, and a change of yours that wins and is kept by pg_dump
+SELECT queue, reason, owner FROM webhook_inbox.queue_owners ORDER BY 1, 2;
+INSERT INTO webhook_inbox.queue_owners (queue, reason, owner) VALUES ('quarantined_event', 'no_route', 'accounting');
+INSERT INTO webhook_inbox.queue_owners (queue, reason, owner) VALUES ('lost_and_found', '*', 'engineering');
+UPDATE webhook_inbox.queue_owners SET owner = 'operations' WHERE queue = 'failed_sweep' AND reason = '*';
+SELECT queue, reason, owner, preset FROM webhook_inbox.queue_owners WHERE queue = 'failed_sweep' ORDER BY preset;
+SELECT webhook_inbox._queue_owner('failed_sweep', 'subscription') AS failed_sweep_owner;
+DELETE FROM webhook_inbox.queue_owners WHERE queue = 'flagged_source';
+DELETE FROM webhook_inbox.queue_owners WHERE queue = 'failed_sweep' AND NOT preset;
+SELECT webhook_inbox._queue_owner('failed_sweep', 'subscription') AS failed_sweep_owner_again;
+SELECT x.extcondition[array_position(x.extconfig, 'webhook_inbox.queue_owners'::regclass::oid)] AS dumped
+  FROM pg_catalog.pg_extension x WHERE x.extname = 'webhook_inbox';
+-- something in every queue
+-- intake: a Shopify order without its version is quarantined (engineering)
+SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-1', 'x-shopify-topic', 'orders/updated'], wi_ops_body('{"id":7}'));
+-- two orders with versions, one later set aside as an ambiguous tie (operations)
+SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-2', 'x-shopify-topic', 'orders/updated'], wi_ops_body('{"id":8,"updated_at":"2026-01-01T10:00:00Z","financial_status":"paid","name":"#1008","total_price":"12.50","currency":"EUR","customer":{"id":99}}'));
+SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-3', 'x-shopify-topic', 'orders/updated'], wi_ops_body('{"id":9,"updated_at":"2026-01-01T10:00:00Z","financial_status":"paid"}'));
+-- Standard Webhooks events have nothing to order by: unorderable (operations)
+SELECT webhook_inbox.intake('ops_std', ARRAY['webhook-id', 'om-1'], wi_ops_body('{"type":"invoice.paid","timestamp":"2026-01-01T00:00:00Z","data":{"id":"in_o1","object":"invoice","status":"paid"}}'));
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source IN ('ops_shop', 'ops_std')
+   AND CASE WHEN c.object_id = '9' THEN webhook_inbox.quarantine(c.claim_token, 'ambiguous_tie: test') >= 0
+			ELSE (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL END;
+-- effects: uncertain money (finance), a quarantined email (operations)
+SELECT webhook_inbox.request_effect('ops:refund-1', 'http', '{"method": "POST", "path": "/v1/refunds", "body": {"amount": 100}}',
+	source => 'ops_stripe', owner => 'finance', amount => 100) AS refund;
+SELECT webhook_inbox.request_effect('ops:email-1', 'email', '{"template": "welcome"}', source => 'ops_stripe', owner => 'operations') AS email;
+UPDATE webhook_inbox.effects SET status = 'uncertain', uncertain_since = now(), reason = 'timeout' WHERE effect_key = 'ops:refund-1';
+UPDATE webhook_inbox.effects SET status = 'quarantined', reason = 'max_attempts: smtp down' WHERE effect_key = 'ops:email-1';
+-- a sweep that cannot reach the provider, and a source whose credentials were refused
+SELECT status FROM webhook_inbox.sweep_now('ops_stripe', 'subscription');
+UPDATE webhook_inbox.sources SET flagged = 'the read API answered 401: check api_token' WHERE name = 'ops_gh';
+SELECT queue, source, reason, owner, count, oldest_age >= '0 seconds' AS aged, oldest_id IS NOT NULL AS has_oldest
+  FROM webhook_inbox.queues WHERE source LIKE 'ops\_%' ORDER BY queue, source, reason;
+
+-- the reader: health, queues and metadata; no payloads, no secrets, no actions
+SET ROLE webhook_inbox_reader;
+SELECT count(*) > 0 AS sees_queues FROM webhook_inbox.queues;
+SELECT pending >= 0 AS sees_health FROM webhook_inbox.inbox_health;
+SELECT claimed >= 0 AS sees_counters FROM webhook_inbox.worker_counters;
+SELECT count(*) AS sweeps FROM webhook_inbox.sweep_health WHERE source = 'ops_stripe';
+SELECT source, event_id, status, reason FROM webhook_inbox.inbox_events WHERE source = 'ops_shop' ORDER BY id;
+SELECT name, kind, secrets, has_api_token, flagged IS NOT NULL AS flagged FROM webhook_inbox.source_list WHERE name LIKE 'ops\_%' ORDER BY name;
+SELECT source, object_type, object_id, status FROM webhook_inbox.mirror WHERE source = 'ops_shop';
+SELECT payload FROM webhook_inbox.inbox LIMIT 1;
+SELECT signing_secrets FROM webhook_inbox.sources LIMIT 1;
+SELECT api_token FROM webhook_inbox.sources LIMIT 1;
+SELECT state FROM webhook_inbox.objects LIMIT 1;
+SELECT request FROM webhook_inbox.effects LIMIT 1;
+SELECT * FROM webhook_inbox.shopify_orders;
+SELECT * FROM webhook_inbox.receiver_sources();
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop');
+SELECT webhook_inbox.requeue(ARRAY[1::bigint]);
+SELECT webhook_inbox.resolve_effect(1, 'done', 'x');
+UPDATE webhook_inbox.queue_owners SET owner = 'finance';
+RESET ROLE;
+
+-- the operator: previews everything, requeues and resolves only what operations owns
+SET ROLE webhook_inbox_operator;
+SELECT source_name, type, object_id, status, split_part(reason_text, ':', 1) AS reason, owner, action
+  FROM webhook_inbox.requeue_where(source => 'ops_shop');
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop', dry_run => false);
+SELECT source_name, object_id, owner, action FROM webhook_inbox.requeue_where(source => 'ops_shop', reason => 'ambiguous_tie', dry_run => false, note => 'checked with the shop');
+SELECT requeued_by, filter, reclassify, events, skipped, note FROM webhook_inbox.requeue_batches ORDER BY id DESC LIMIT 1;
+SELECT r.requeued_by, r.previous_status, r.previous_reason, r.note, r.batch_id IS NOT NULL AS batched
+  FROM webhook_inbox.requeues r JOIN webhook_inbox.inbox_events i ON i.id = r.event_id WHERE i.event_id = 'ow-3';
+SELECT event_id, status, strategy FROM webhook_inbox.inbox_events WHERE event_id = 'ow-3';
+SELECT webhook_inbox.resolve_effect((SELECT id FROM webhook_inbox.effects_unresolved WHERE effect_key = 'ops:refund-1'), 'done', 'seen in the dashboard');
+SELECT webhook_inbox.resolve_effect((SELECT id FROM webhook_inbox.effects_unresolved WHERE effect_key = 'ops:email-1'), 'failed', 'customer unsubscribed');
+SELECT webhook_inbox.requeue(ARRAY[1::bigint]);
+UPDATE webhook_inbox.inbox SET status = 'pending';
+SELECT payload FROM webhook_inbox.inbox LIMIT 1;
+RESET ROLE;
+
+-- finance: resolves money effects, nothing else
+SET ROLE webhook_inbox_finance;
+SELECT webhook_inbox.resolve_effect((SELECT id FROM webhook_inbox.effects_unresolved WHERE effect_key = 'ops:refund-1'), 'done', 'in the payout report');
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_std', dry_run => false);
+RESET ROLE;
+SELECT previous_status, outcome, note, resolved_by FROM webhook_inbox.effect_resolutions r
+  JOIN webhook_inbox.effects e ON e.id = r.effect_id WHERE e.effect_key LIKE 'ops:%' ORDER BY r.id;
+SELECT queue, source, reason, owner, count FROM webhook_inbox.queues WHERE source LIKE 'ops\_%' ORDER BY queue, source, reason;
+
+-- requeue_where refuses bad filters with the reason
+SELECT * FROM webhook_inbox.requeue_where(dry_run => false);
+SELECT * FROM webhook_inbox.requeue_where(source => 'nosuch');
+SELECT * FROM webhook_inbox.requeue_where(statuses => '{pending}');
+SELECT * FROM webhook_inbox.requeue_where(statuses => '{}');
+SELECT * FROM webhook_inbox.requeue_where(max_events => 0);
+SELECT * FROM webhook_inbox.requeue_where(received_from => '2026-01-02', received_to => '2026-01-01');
+SELECT * FROM webhook_inbox.requeue_where(dry_run => NULL);
+-- more matches than max_events: a preview shows the first ones, a real run is refused
+SELECT count(*) FROM webhook_inbox.requeue_where(statuses => '{quarantined,ignored,done}', max_events => 1);
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop', statuses => '{quarantined,ignored,done}', max_events => 1, dry_run => false);
+-- an event type pattern and a time range narrow the match
+SELECT count(*) FROM webhook_inbox.requeue_where(source => 'ops_std', event_type => 'invoice.*', received_from => now() - interval '1 hour', received_to => now() + interval '1 hour');
+SELECT count(*) FROM webhook_inbox.requeue_where(source => 'ops_std', event_type => 'charge.*');
+SELECT count(*) FROM webhook_inbox.requeue_where(source => 'ops_std', received_to => now() - interval '1 hour');
+
+-- a replay keeps the route its event was classified with; reclassify asks today's routes
+INSERT INTO webhook_inbox.routes (source_id, event_type, class, strategy, object_type, object_id_path, version_path, status_path)
+SELECT id, 'invoice.*', 'state', 'version', 'invoice', '$.data.id', '$.timestamp', '$.data.status' FROM webhook_inbox.sources WHERE name = 'ops_std';
+SELECT source_name, object_id, action FROM webhook_inbox.requeue_where(source => 'ops_std', reason => 'unorderable', dry_run => false);
+SELECT strategy, status FROM webhook_inbox.inbox_events WHERE event_id = 'om-1';
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_std' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+SELECT strategy, status, split_part(reason, ':', 1) AS reason FROM webhook_inbox.inbox_events WHERE event_id = 'om-1';
+SELECT source_name, object_id, action FROM webhook_inbox.requeue_where(source => 'ops_std', reason => 'unorderable', reclassify => true, dry_run => false);
+SELECT e.strategy, e.status, e.route_id = r.id AS new_route FROM webhook_inbox.inbox_events e, webhook_inbox.routes r
+ WHERE e.event_id = 'om-1' AND r.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'ops_std');
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_std' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+SELECT status FROM webhook_inbox.inbox_events WHERE event_id = 'om-1';
+SELECT source, object_type, object_id, status FROM webhook_inbox.mirror WHERE source = 'ops_std';
+
+-- a replayed event never fires its effect again: the transition is already applied
+INSERT INTO webhook_inbox.effect_rules (object_type, from_status, to_status, kind, owner)
+VALUES ('order', '*', 'paid', 'ops_fulfil', 'operations');
+SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-4', 'x-shopify-topic', 'orders/paid'], wi_ops_body('{"id":10,"updated_at":"2026-01-01T11:00:00Z","financial_status":"paid"}'));
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_shop' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+SELECT count(*) AS fulfilments FROM webhook_inbox.effects WHERE kind = 'ops_fulfil' AND object_id = '10';
+SELECT object_id, action FROM webhook_inbox.requeue_where(source => 'ops_shop', event_type => 'orders/paid', statuses => '{done}', dry_run => false);
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_shop' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+SELECT status, reason FROM webhook_inbox.inbox_events WHERE event_id = 'ow-4';
+SELECT count(*) AS fulfilments FROM webhook_inbox.effects WHERE kind = 'ops_fulfil' AND object_id = '10';
+
+-- typed views over the mirror
+SELECT source, id, name, financial_status, total_price, currency, customer FROM webhook_inbox.shopify_orders WHERE source = 'ops_shop' ORDER BY id;
+SELECT webhook_inbox.upsert_object('ops_stripe', 'subscription', 'sub_o1', NULL, 'active',
+	'{"id": "sub_o1", "object": "subscription", "status": "active", "customer": "cus_o1", "cancel_at_period_end": false, "items": {"data": [{"current_period_end": 1767225600, "price": {"id": "price_o1"}}]}}');
+SELECT webhook_inbox.upsert_object('ops_stripe', 'subscription', 'sub_o2', NULL, 'canceled',
+	'{"id": "sub_o2", "status": "canceled", "customer": "cus_o2", "current_period_end": 1735689600, "canceled_at": 1735000000, "cancel_at_period_end": true}');
+SELECT id, status, customer, current_period_end AT TIME ZONE 'UTC' AS current_period_end, cancel_at_period_end,
+	   canceled_at AT TIME ZONE 'UTC' AS canceled_at, price
+  FROM webhook_inbox.stripe_subscriptions WHERE source = 'ops_stripe' ORDER BY id;
+SELECT webhook_inbox.upsert_object('ops_gh', 'issue', '1347', 1, 'open',
+	'{"action": "opened", "issue": {"id": 1347, "number": 42, "title": "Found a bug", "state": "open", "user": {"login": "octocat"}, "html_url": "https://github.com/octocat/Hello-World/issues/42"}, "repository": {"full_name": "octocat/Hello-World"}}');
+SELECT webhook_inbox.upsert_object('ops_gh', 'issue', '1348', 1, 'closed',
+	'{"id": 1348, "number": 43, "title": "Fetched", "state": "closed", "user": {"login": "hubot"}, "repository_url": "https://api.github.com/repos/octocat/Hello-World"}');
+SELECT id, number, title, state, author, repository, url FROM webhook_inbox.github_issues WHERE source = 'ops_gh' ORDER BY id;
+-- odd data gives NULLs, not errors
+SELECT webhook_inbox.upsert_object('ops_stripe', 'invoice', 'in_o1', NULL, 'open', '{"amount_due": "lots", "currency": "eur", "customer": 5}');
+SELECT id, status, customer, amount_due, currency FROM webhook_inbox.stripe_invoices WHERE source = 'ops_stripe';

@@ -1,0 +1,485 @@
+
+---------------------------------------------------------------------------
+-- Operations: the queues that wait on a person, who owns each, the roles
+-- that may look and act, controlled replay by filter, and typed views of
+-- the mirror for applications.
+--
+-- Every queue has an age, a reason and an accountable owner: engineering
+-- owns transport and recovery, operations the quarantined business
+-- decisions, finance the money whose outcome is unknown.  The mapping from
+-- reason to owner is data (queue_owners) a user can change.
+---------------------------------------------------------------------------
+
+/*
+ * The roles.  Cluster-wide, so they may exist from another database.
+ * reader: health, queues and metadata, never a payload or a secret;
+ * operator and finance: a reader that may also act on what it owns.
+ */
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_reader') THEN
+		CREATE ROLE webhook_inbox_reader NOLOGIN;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_operator') THEN
+		CREATE ROLE webhook_inbox_operator NOLOGIN IN ROLE webhook_inbox_reader;
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_finance') THEN
+		CREATE ROLE webhook_inbox_finance NOLOGIN IN ROLE webhook_inbox_reader;
+	END IF;
+END
+$$;
+
+---------------------------------------------------------------------------
+-- Owners of the queues
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.queue_owners (
+	queue			text NOT NULL
+		CONSTRAINT queue_owners_queue_check CHECK (queue IN ('quarantined_event', 'unorderable_event',
+			'uncertain_effect', 'quarantined_effect', 'failed_sweep', 'skipped_sweep', 'flagged_source')),
+	reason			text NOT NULL CONSTRAINT queue_owners_reason_check CHECK (reason <> ''),
+	owner			text NOT NULL
+		CONSTRAINT queue_owners_owner_check CHECK (owner IN ('engineering', 'operations', 'finance')),
+	note			text,
+	preset			boolean NOT NULL DEFAULT false,
+	PRIMARY KEY (queue, reason, preset)
+);
+COMMENT ON TABLE @extschema@.queue_owners IS
+	'Who owns a queue''s items, by (queue, reason); reason * matches any. A row of yours (preset = false) wins over the preset of the same key; updating a preset row stores your row instead, so pg_dump keeps your choice. Effects without a row keep the owner they were requested with.';
+
+INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
+	('quarantined_event', '*', 'engineering', 'transport, decoding and routing: fix the route or the source, then requeue', true),
+	('quarantined_event', 'ambiguous_tie', 'operations', 'two contents with one version and nothing to ask: a person decides', true),
+	('quarantined_event', 'missing_status', 'operations', 'a lifecycle event without its status: a person decides', true),
+	('quarantined_event', 'replay_contradicted', 'operations', 'a replayed event the provider''s present contradicts: review, never re-execute', true),
+	('unorderable_event', '*', 'operations', 'no version, no read API, no machine: a person decides what the event means', true),
+	('failed_sweep', '*', 'engineering', 'reconciliation could not list the provider', true),
+	('skipped_sweep', '*', 'engineering', 'reconciliation passes that could not compare every object', true),
+	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true);
+
+/*
+ * A change of a preset row becomes a row of the user's: the preset stays as
+ * the extension wrote it (CREATE EXTENSION recreates it on restore), the
+ * user's row is dumped and wins.
+ */
+CREATE FUNCTION @extschema@._queue_owners_keep() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		RAISE EXCEPTION 'preset owner of % / % cannot be deleted', OLD.queue, OLD.reason
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Update it, or insert a row of yours with the same queue and reason: yours wins.';
+	END IF;
+	INSERT INTO webhook_inbox.queue_owners (queue, reason, owner, note, preset)
+	VALUES (NEW.queue, NEW.reason, NEW.owner, NEW.note, false)
+	ON CONFLICT (queue, reason, preset) DO UPDATE SET owner = EXCLUDED.owner, note = EXCLUDED.note;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._queue_owners_keep() IS
+	'Turns an update of a preset queue owner into a row of the user''s (which pg_dump keeps); refuses deleting a preset.';
+CREATE TRIGGER queue_owners_keep BEFORE UPDATE OR DELETE ON @extschema@.queue_owners
+	FOR EACH ROW WHEN (OLD.preset) EXECUTE FUNCTION @extschema@._queue_owners_keep();
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.queue_owners', 'WHERE NOT preset');
+
+/*
+ * The owner of a queue's reason: the user's exact row, the preset's, the
+ * user's *, the preset *, else the fallback (an effect's own owner).
+ */
+CREATE FUNCTION @extschema@._queue_owner(p_queue text, p_reason text, p_fallback text DEFAULT 'engineering')
+RETURNS text
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce((SELECT o.owner FROM webhook_inbox.queue_owners o
+					  WHERE o.queue OPERATOR(pg_catalog.=) p_queue
+						AND (o.reason OPERATOR(pg_catalog.=) p_reason OR o.reason OPERATOR(pg_catalog.=) '*')
+					  ORDER BY (o.reason OPERATOR(pg_catalog.=) '*'), o.preset LIMIT 1), p_fallback)
+$$;
+COMMENT ON FUNCTION @extschema@._queue_owner(text, text, text) IS
+	'Owner of a queue''s reason through queue_owners: exact before *, the user''s row before the preset; else the fallback.';
+
+---------------------------------------------------------------------------
+-- The queues
+---------------------------------------------------------------------------
+
+CREATE INDEX inbox_quarantined_idx ON @extschema@.inbox (source_id, reason) WHERE status = 'quarantined';
+
+/*
+ * One row per (queue, source, reason) with something in it.  Events are
+ * grouped by their reason's first word (the part before the colon);
+ * effects by their kind; sweeps by object type: runs after the last clean
+ * pass; a flagged source is one row.
+ */
+CREATE VIEW @extschema@.queues AS
+WITH ev AS (
+	SELECT CASE WHEN split_part(i.reason, ':', 1) = 'unorderable' THEN 'unorderable_event'
+				ELSE 'quarantined_event' END AS queue,
+		   i.source_id, coalesce(nullif(split_part(i.reason, ':', 1), ''), 'unknown') AS reason,
+		   count(*) AS count, now() - min(i.updated_at) AS oldest_age, min(i.id) AS oldest_id
+	  FROM webhook_inbox.inbox i
+	 WHERE i.status = 'quarantined'
+	 GROUP BY 1, 2, 3),
+ef AS (
+	SELECT CASE e.status WHEN 'uncertain' THEN 'uncertain_effect' ELSE 'quarantined_effect' END AS queue,
+		   e.source_id, e.kind AS reason, e.owner,
+		   count(*) AS count, now() - min(coalesce(e.uncertain_since, e.updated_at)) AS oldest_age,
+		   min(e.id) AS oldest_id
+	  FROM webhook_inbox.effects e
+	 WHERE e.status IN ('uncertain', 'quarantined')
+	 GROUP BY 1, 2, 3, 4),
+sw AS (
+	SELECT CASE r.status WHEN 'failed' THEN 'failed_sweep' ELSE 'skipped_sweep' END AS queue,
+		   r.source_id, r.object_type AS reason,
+		   count(*) AS count, now() - min(r.started_at) AS oldest_age, min(r.id) AS oldest_id
+	  FROM webhook_inbox.sweep_runs r
+	 WHERE (r.status = 'failed' OR (r.status = 'complete' AND r.skipped > 0))
+	   AND r.started_at > coalesce((SELECT max(x.started_at) FROM webhook_inbox.sweep_runs x
+									 WHERE x.source_id = r.source_id AND x.object_type = r.object_type
+									   AND x.status = 'complete' AND x.skipped = 0), '-infinity')
+	 GROUP BY 1, 2, 3)
+SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, q.reason, q.fallback) AS owner,
+	   q.count, q.oldest_age, q.oldest_id
+  FROM (SELECT queue, source_id, reason, 'engineering' AS fallback, count, oldest_age, oldest_id FROM ev
+		UNION ALL
+		SELECT queue, source_id, reason, owner, count, oldest_age, oldest_id FROM ef
+		UNION ALL
+		SELECT queue, source_id, reason, 'engineering', count, oldest_age, oldest_id FROM sw
+		UNION ALL
+		SELECT 'flagged_source', x.id, 'credentials_refused', 'engineering', 1, now() - x.updated_at, x.id
+		  FROM webhook_inbox.sources x WHERE x.flagged IS NOT NULL) q
+  LEFT JOIN webhook_inbox.sources s ON s.id = q.source_id;
+COMMENT ON VIEW @extschema@.queues IS
+	'Everything waiting on a person, one row per (queue, source, reason): count, oldest age, the oldest item''s id (event, effect, sweep run or source) and the accountable owner from queue_owners.';
+
+---------------------------------------------------------------------------
+-- Views without payloads, for the reader
+---------------------------------------------------------------------------
+
+CREATE VIEW @extschema@.inbox_events AS
+SELECT i.id, s.name AS source, i.event_id, i.correlation_id, i.event_type, i.object_type, i.object_id,
+	   i.strategy, i.route_id, i.route_version, i.provider_version, i.provider_time, i.status, i.reason,
+	   i.attempts, i.next_attempt_at, i.decided_route, i.decided_route_version, i.received_at,
+	   i.processed_at, i.updated_at
+  FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id;
+COMMENT ON VIEW @extschema@.inbox_events IS
+	'The inbox without payloads or raw bodies: identities, classification, status and reason.';
+
+CREATE VIEW @extschema@.mirror AS
+SELECT s.name AS source, o.object_type, o.object_id, o.status, o.version, o.provider_time, o.deleted,
+	   o.last_event_id, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id;
+COMMENT ON VIEW @extschema@.mirror IS 'The mirror''s metadata without the objects'' state.';
+
+CREATE VIEW @extschema@.source_list AS
+SELECT s.id, s.name, s.kind, cardinality(s.signing_secrets) AS secrets, s.tolerance, s.api_base,
+	   s.api_token IS NOT NULL AS has_api_token, s.enabled, s.flagged, s.created_at, s.updated_at
+  FROM webhook_inbox.sources s;
+COMMENT ON VIEW @extschema@.source_list IS 'Sources without their secrets or tokens.';
+
+---------------------------------------------------------------------------
+-- Acting for an owner
+---------------------------------------------------------------------------
+
+/*
+ * The role a person acts as: SET ROLE's when set, else the login's.  Inside
+ * a SECURITY DEFINER function current_user is the definer; the role setting
+ * and the session user are not changed by it.
+ */
+CREATE FUNCTION @extschema@._caller() RETURNS text
+LANGUAGE sql STABLE AS $$
+	SELECT CASE pg_catalog.current_setting('role') WHEN 'none' THEN pg_catalog.session_user()::text
+		   ELSE pg_catalog.current_setting('role') END
+$$;
+COMMENT ON FUNCTION @extschema@._caller() IS
+	'The role the caller acts as (SET ROLE''s, else the session''s), also inside SECURITY DEFINER functions.';
+
+/*
+ * Engineering is whoever holds the extension owner's rights (or a
+ * superuser); operations are webhook_inbox_operator's members, finance
+ * webhook_inbox_finance's.
+ */
+CREATE FUNCTION @extschema@._may_act_for(p_owner text) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+	SELECT coalesce((SELECT r.rolsuper
+						OR pg_catalog.pg_has_role(r.oid, e.extowner, 'MEMBER')
+						OR (p_owner OPERATOR(pg_catalog.=) 'operations'
+							AND pg_catalog.pg_has_role(r.oid, 'webhook_inbox_operator', 'MEMBER'))
+						OR (p_owner OPERATOR(pg_catalog.=) 'finance'
+							AND pg_catalog.pg_has_role(r.oid, 'webhook_inbox_finance', 'MEMBER'))
+					   FROM pg_catalog.pg_roles r, pg_catalog.pg_extension e
+					  WHERE r.rolname OPERATOR(pg_catalog.=) webhook_inbox._caller()
+						AND e.extname OPERATOR(pg_catalog.=) 'webhook_inbox'), false)
+$$;
+COMMENT ON FUNCTION @extschema@._may_act_for(text) IS
+	'Whether the caller may act on items of an owner: engineering needs the extension owner''s rights, operations webhook_inbox_operator, finance webhook_inbox_finance.';
+
+---------------------------------------------------------------------------
+-- Controlled replay by filter
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.requeue_batches (
+	id				bigserial PRIMARY KEY,
+	requeued_by		text NOT NULL,
+	requeued_at		timestamptz NOT NULL DEFAULT now(),
+	filter			jsonb NOT NULL,
+	reclassify		boolean NOT NULL,
+	events			integer NOT NULL CONSTRAINT requeue_batches_events_check CHECK (events >= 0),
+	skipped			integer NOT NULL CONSTRAINT requeue_batches_skipped_check CHECK (skipped >= 0),
+	note			text
+);
+COMMENT ON TABLE @extschema@.requeue_batches IS
+	'Audit of every requeue_where() that changed something: who, when, the filter, how many were requeued and skipped; the events are in requeues with this batch_id.';
+ALTER TABLE @extschema@.requeues ADD COLUMN batch_id bigint REFERENCES @extschema@.requeue_batches (id);
+COMMENT ON COLUMN @extschema@.requeues.batch_id IS 'The requeue_where() batch the replay belongs to; NULL for requeue() and reclassify().';
+CREATE INDEX requeues_event_idx ON @extschema@.requeues (event_id);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches_id_seq', '');
+
+/*
+ * Preview (dry_run, the default) or replay the events matching a filter.
+ * Each row says what is (or would be) done: requeue (keeps the
+ * classification its route gave it at intake), reclassify (routed again
+ * by today's routes), not_permitted (owned by someone the caller may not
+ * act for: a real run is refused), no_route (reclassify found none) or
+ * needs_reclassify (the event never had a route).  A real run records one
+ * requeue_batches row and a requeues row per event, set-based.
+ */
+CREATE FUNCTION @extschema@.requeue_where(source text DEFAULT NULL, reason text DEFAULT NULL,
+	event_type text DEFAULT NULL, received_from timestamptz DEFAULT NULL, received_to timestamptz DEFAULT NULL,
+	dry_run boolean DEFAULT true, reclassify boolean DEFAULT false, note text DEFAULT NULL,
+	statuses text[] DEFAULT '{quarantined}', max_events integer DEFAULT 10000)
+RETURNS TABLE (event_id bigint, source_name text, type text, object_type text, object_id text, status text,
+			   reason_text text, owner text, received_at timestamptz, action text)
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	sid integer;
+	n_match integer;
+	n_denied integer;
+	n_done integer;
+	batch bigint;
+	who text := webhook_inbox._caller();
+BEGIN
+	IF requeue_where.statuses IS NULL OR cardinality(requeue_where.statuses) = 0
+	   OR NOT requeue_where.statuses <@ ARRAY['done', 'ignored', 'retry', 'quarantined'] THEN
+		RAISE EXCEPTION 'statuses must be among done, ignored, retry and quarantined'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Pending and processing events are already on their way.';
+	END IF;
+	IF requeue_where.max_events IS NULL OR requeue_where.max_events < 1 OR requeue_where.max_events > 1000000 THEN
+		RAISE EXCEPTION 'max_events must be between 1 and 1000000' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF requeue_where.received_from > requeue_where.received_to THEN
+		RAISE EXCEPTION 'received_from is after received_to' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF dry_run IS NULL OR requeue_where.reclassify IS NULL THEN
+		RAISE EXCEPTION 'dry_run and reclassify must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF NOT dry_run AND requeue_where.source IS NULL AND requeue_where.reason IS NULL
+	   AND requeue_where.event_type IS NULL AND requeue_where.received_from IS NULL
+	   AND requeue_where.received_to IS NULL THEN
+		RAISE EXCEPTION 'a requeue needs a filter' USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Name a source, a reason, an event type or a time range; preview with dry_run => true.';
+	END IF;
+	IF requeue_where.source IS NOT NULL THEN
+		SELECT x.id INTO sid FROM webhook_inbox.sources x WHERE x.name = requeue_where.source;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'unknown source "%"', requeue_where.source USING ERRCODE = 'undefined_object';
+		END IF;
+	END IF;
+
+	CREATE TEMP TABLE IF NOT EXISTS pg_temp.wi_requeue_plan (
+		id bigint, source_id integer, source_name text, event_type text, object_type text, object_id text,
+		status text, reason text, owner text, received_at timestamptz, action text,
+		route_id integer, route_version integer, strategy text, new_object_type text, new_object_id text,
+		version numeric, provider_time timestamptz, status_value text, decided_route integer,
+		decided_route_version integer) ON COMMIT DROP;
+	TRUNCATE pg_temp.wi_requeue_plan;
+
+	INSERT INTO pg_temp.wi_requeue_plan
+	SELECT m.id, m.source_id, m.name, m.event_type, m.object_type, m.object_id, m.status, m.reason, m.owner,
+		   m.received_at,
+		   CASE WHEN NOT webhook_inbox._may_act_for(m.owner) THEN 'not_permitted'
+				WHEN requeue_where.reclassify AND (c.route_id IS NULL OR c.strategy = 'ignore'
+					OR c.object_id IS NULL OR c.object_type IS NULL) THEN 'no_route'
+				WHEN requeue_where.reclassify THEN 'reclassify'
+				WHEN m.object_id IS NULL OR m.strategy IS NULL THEN 'needs_reclassify'
+				ELSE 'requeue' END,
+		   c.route_id, c.route_version, c.strategy, c.object_type, c.object_id, c.version, c.provider_time,
+		   c.status_value, m.decided_route, m.decided_route_version
+	  FROM (SELECT i.*, s.name, s.kind,
+				   CASE WHEN i.status <> 'quarantined' THEN 'engineering'
+						ELSE webhook_inbox._queue_owner(
+							CASE WHEN split_part(i.reason, ':', 1) = 'unorderable' THEN 'unorderable_event'
+								 ELSE 'quarantined_event' END,
+							coalesce(nullif(split_part(i.reason, ':', 1), ''), 'unknown')) END AS owner
+			  FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
+			 WHERE i.status = ANY (requeue_where.statuses)
+			   AND (sid IS NULL OR i.source_id = sid)
+			   AND (requeue_where.reason IS NULL OR split_part(i.reason, ':', 1) = requeue_where.reason
+					OR i.reason = requeue_where.reason)
+			   AND (requeue_where.event_type IS NULL
+					OR i.event_type LIKE webhook_inbox._pattern_like(requeue_where.event_type))
+			   AND (requeue_where.received_from IS NULL OR i.received_at >= requeue_where.received_from)
+			   AND (requeue_where.received_to IS NULL OR i.received_at < requeue_where.received_to)
+			 ORDER BY i.id
+			 LIMIT requeue_where.max_events + 1
+			 FOR UPDATE OF i) m
+	  LEFT JOIN LATERAL (SELECT * FROM webhook_inbox._classify(m.source_id, m.kind, m.event_type, m.payload)
+						  WHERE requeue_where.reclassify AND m.payload IS NOT NULL
+							AND m.event_type IS NOT NULL) c ON true;
+	GET DIAGNOSTICS n_match = ROW_COUNT;
+
+	IF n_match > requeue_where.max_events THEN
+		IF dry_run THEN
+			DELETE FROM pg_temp.wi_requeue_plan p
+			 WHERE p.id = (SELECT max(x.id) FROM pg_temp.wi_requeue_plan x);
+		ELSE
+			RAISE EXCEPTION 'more than % events match', requeue_where.max_events
+				USING ERRCODE = 'program_limit_exceeded',
+					  HINT = 'Narrow the filter, or raise max_events.';
+		END IF;
+	END IF;
+
+	IF NOT dry_run THEN
+		SELECT count(*) INTO n_denied FROM pg_temp.wi_requeue_plan p WHERE p.action = 'not_permitted';
+		IF n_denied > 0 THEN
+			RAISE EXCEPTION '% of % matching events are owned by others than %', n_denied, n_match, who
+				USING ERRCODE = 'insufficient_privilege',
+					  DETAIL = 'Nothing was requeued.',
+					  HINT = 'Narrow the filter to what you own (see the owner column of dry_run => true).';
+		END IF;
+		SELECT count(*) INTO n_done FROM pg_temp.wi_requeue_plan p WHERE p.action IN ('requeue', 'reclassify');
+		INSERT INTO webhook_inbox.requeue_batches (requeued_by, filter, reclassify, events, skipped, note)
+		VALUES (who, jsonb_strip_nulls(jsonb_build_object('source', requeue_where.source,
+					'reason', requeue_where.reason, 'event_type', requeue_where.event_type,
+					'received_from', requeue_where.received_from, 'received_to', requeue_where.received_to,
+					'statuses', requeue_where.statuses)),
+				requeue_where.reclassify, n_done, n_match - n_done, requeue_where.note)
+		RETURNING id INTO batch;
+		INSERT INTO webhook_inbox.requeues (event_id, previous_status, previous_reason, previous_route,
+											previous_route_version, note, requeued_by, batch_id)
+		SELECT p.id, p.status, p.reason, p.decided_route, p.decided_route_version,
+			   coalesce(requeue_where.note, p.action), who, batch
+		  FROM pg_temp.wi_requeue_plan p WHERE p.action IN ('requeue', 'reclassify');
+		/* a plain requeue keeps what the route decided at intake */
+		UPDATE webhook_inbox.inbox i
+		   SET status = 'pending', reason = NULL, attempts = 0, next_attempt_at = now(), claim_token = NULL,
+			   updated_at = now()
+		  FROM pg_temp.wi_requeue_plan p
+		 WHERE i.id = p.id AND p.action = 'requeue';
+		UPDATE webhook_inbox.inbox i
+		   SET status = 'pending', reason = NULL, attempts = 0, next_attempt_at = now(), claim_token = NULL,
+			   route_id = p.route_id, route_version = p.route_version, strategy = p.strategy,
+			   object_type = p.new_object_type, object_id = p.new_object_id, provider_version = p.version,
+			   provider_time = p.provider_time, status_value = p.status_value, updated_at = now()
+		  FROM pg_temp.wi_requeue_plan p
+		 WHERE i.id = p.id AND p.action = 'reclassify';
+	END IF;
+
+	RETURN QUERY SELECT p.id, p.source_name, p.event_type, p.object_type, p.object_id, p.status, p.reason,
+						p.owner, p.received_at, p.action
+				   FROM pg_temp.wi_requeue_plan p ORDER BY p.id;
+	TRUNCATE pg_temp.wi_requeue_plan;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean, text, text[], integer) IS
+	'Controlled replay by filter (source, reason''s first word, event type pattern, received time range, statuses): previews by default, and with dry_run => false requeues (keeping the intake-time classification) or reclassifies, audited in requeue_batches and requeues. Refused whole if any matching event is owned by someone the caller may not act for.';
+
+---------------------------------------------------------------------------
+-- Typed views of the mirror, for applications
+---------------------------------------------------------------------------
+
+/* A JSON number as a timestamp of Unix seconds (Stripe), else NULL: a view never fails on odd data. */
+CREATE FUNCTION @extschema@._unix_time(v jsonb) RETURNS timestamptz
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number'
+				THEN pg_catalog.to_timestamp((v #>> '{}')::double precision) END
+$$;
+COMMENT ON FUNCTION @extschema@._unix_time(jsonb) IS 'A JSON number of Unix seconds as timestamptz, else NULL.';
+
+/* A JSON number or numeric string as numeric, else NULL. */
+CREATE FUNCTION @extschema@._number(v jsonb) RETURNS numeric
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT CASE WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number' THEN (v #>> '{}')::numeric
+				WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'
+					 AND (v #>> '{}') OPERATOR(pg_catalog.~) '^-?[0-9]+(\.[0-9]+)?$' THEN (v #>> '{}')::numeric END
+$$;
+COMMENT ON FUNCTION @extschema@._number(jsonb) IS 'A JSON number or decimal string as numeric, else NULL.';
+
+CREATE VIEW @extschema@.stripe_subscriptions AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS customer,
+	   coalesce(webhook_inbox._unix_time(o.state -> 'current_period_end'),
+				webhook_inbox._unix_time(o.state #> '{items,data,0,current_period_end}')) AS current_period_end,
+	   CASE WHEN jsonb_typeof(o.state -> 'cancel_at_period_end') = 'boolean'
+			 THEN (o.state ->> 'cancel_at_period_end')::boolean END AS cancel_at_period_end,
+	   webhook_inbox._unix_time(o.state -> 'canceled_at') AS canceled_at,
+	   o.state #>> '{items,data,0,price,id}' AS price, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type = 'subscription';
+COMMENT ON VIEW @extschema@.stripe_subscriptions IS
+	'Mirrored Stripe subscriptions: status, customer, current period end (the subscription''s, or its first item''s since API 2025-03-31), cancellation, price.';
+
+CREATE VIEW @extschema@.stripe_invoices AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS customer,
+	   coalesce(o.state ->> 'subscription', o.state #>> '{parent,subscription_details,subscription}') AS subscription,
+	   webhook_inbox._number(o.state -> 'amount_due')::bigint AS amount_due,
+	   webhook_inbox._number(o.state -> 'amount_paid')::bigint AS amount_paid,
+	   o.state ->> 'currency' AS currency, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type = 'invoice';
+COMMENT ON VIEW @extschema@.stripe_invoices IS 'Mirrored Stripe invoices: status, customer, subscription, amounts in the currency''s minor unit.';
+
+CREATE VIEW @extschema@.stripe_payment_intents AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS customer,
+	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount, o.state ->> 'currency' AS currency,
+	   o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type IN ('payment', 'payment_intent');
+COMMENT ON VIEW @extschema@.stripe_payment_intents IS 'Mirrored Stripe PaymentIntents: status, customer, amount in the minor unit, currency.';
+
+CREATE VIEW @extschema@.stripe_customers AS
+SELECT s.name AS source, o.object_id AS id, o.state ->> 'email' AS email, o.state ->> 'name' AS name,
+	   o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type = 'customer';
+COMMENT ON VIEW @extschema@.stripe_customers IS 'Mirrored Stripe customers: email and name.';
+
+CREATE VIEW @extschema@.shopify_orders AS
+SELECT s.name AS source, o.object_id AS id, o.state ->> 'name' AS name, o.status AS financial_status,
+	   o.state ->> 'fulfillment_status' AS fulfillment_status,
+	   webhook_inbox._number(o.state -> 'total_price') AS total_price, o.state ->> 'currency' AS currency,
+	   o.state #>> '{customer,id}' AS customer, o.provider_time AS shop_updated_at, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'shopify' AND o.object_type = 'order';
+COMMENT ON VIEW @extschema@.shopify_orders IS 'Mirrored Shopify orders: name, financial and fulfillment status, total price (decimal), currency, customer.';
+
+CREATE VIEW @extschema@.github_issues AS
+SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(i.issue -> 'number')::integer AS number,
+	   i.issue ->> 'title' AS title, o.status AS state, i.issue #>> '{user,login}' AS author,
+	   coalesce(o.state #>> '{repository,full_name}',
+				substring(i.issue ->> 'repository_url' FROM '/repos/([^/]+/[^/]+)$')) AS repository,
+	   i.issue ->> 'html_url' AS url, o.provider_time AS github_updated_at, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ CROSS JOIN LATERAL (SELECT coalesce(o.state -> 'issue', o.state) AS issue) i
+ WHERE s.kind = 'github' AND o.object_type = 'issue';
+COMMENT ON VIEW @extschema@.github_issues IS 'Mirrored GitHub issues (saved from a webhook''s payload or fetched from the API): number, title, state, author, repository, URL.';
+
+---------------------------------------------------------------------------
+-- Privileges of the roles
+---------------------------------------------------------------------------
+
+REVOKE ALL ON @extschema@.queue_owners, @extschema@.queues, @extschema@.inbox_events, @extschema@.mirror,
+	@extschema@.source_list, @extschema@.requeue_batches FROM PUBLIC;
+GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_reader, webhook_inbox_operator, webhook_inbox_finance;
+GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_health, @extschema@.sweep_health,
+	@extschema@.effects_health, @extschema@.effects_unresolved, @extschema@.worker_counters,
+	@extschema@.inbox_events, @extschema@.mirror, @extschema@.source_list, @extschema@.deliveries,
+	@extschema@.sweep_runs, @extschema@.sweep_checkpoints, @extschema@.repairs, @extschema@.transitions,
+	@extschema@.requeues, @extschema@.requeue_batches, @extschema@.effect_resolutions
+	TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@.worker_stats(), @extschema@._queue_owner(text, text, text)
+	TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean,
+	text, text[], integer) TO webhook_inbox_operator;
+GRANT EXECUTE ON FUNCTION @extschema@.resolve_effect(bigint, text, text)
+	TO webhook_inbox_operator, webhook_inbox_finance;
