@@ -387,6 +387,21 @@ BEGIN
 								  WHERE w.res = 'tie' AND w.readable), '{}')
 	  INTO d_id, d_token, d_status, d_reason, d_outcome, x_token, x_outcome;
 	/*
+	 * A replayed event (requeued or reclassified) that the stored present
+	 * contradicts, stale or backward, is set aside for a person as
+	 * replay_contradicted rather than dropped: a replay never decides anew.
+	 */
+	IF cardinality(d_id) > 0 THEN
+		SELECT array_agg(CASE WHEN x.contradicted THEN 'quarantined' ELSE d.st END ORDER BY d.n),
+			   array_agg(CASE WHEN x.contradicted THEN 'replay_contradicted: ' || d.re ELSE d.re END ORDER BY d.n)
+		  INTO d_status, d_reason
+		  FROM unnest(d_id, d_status, d_reason) WITH ORDINALITY AS d(id, st, re, n)
+		 CROSS JOIN LATERAL (SELECT d.st = 'ignored' AND split_part(d.re, ':', 1) IN ('stale', 'backward')
+									AND EXISTS (SELECT 1 FROM webhook_inbox.requeues q WHERE q.event_id = d.id)
+								 AS contradicted) x;
+	END IF;
+
+	/*
 	 * What complete() and quarantine() do, for every decided event of the
 	 * round in one statement (the leases are ours, locked above), and the
 	 * claims left with nothing processing end.

@@ -31,7 +31,7 @@ SELECT webhook_inbox.intake('ops_std', ARRAY['webhook-id', 'om-1'], wi_ops_body(
 SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
  WHERE c.source IN ('ops_shop', 'ops_std')
    AND CASE WHEN c.object_id = '9' THEN webhook_inbox.quarantine(c.claim_token, 'ambiguous_tie: test') >= 0
-			ELSE (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL END;
+			ELSE EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token)) END;
 -- effects: uncertain money (finance), a quarantined email (operations)
 SELECT webhook_inbox.request_effect('ops:refund-1', 'http', '{"method": "POST", "path": "/v1/refunds", "body": {"amount": 100}}',
 	source => 'ops_stripe', owner => 'finance', amount => 100) AS refund;
@@ -114,13 +114,13 @@ SELECT id, 'invoice.*', 'state', 'version', 'invoice', '$.data.id', '$.timestamp
 SELECT source_name, object_id, action FROM webhook_inbox.requeue_where(source => 'ops_std', reason => 'unorderable', dry_run => false);
 SELECT strategy, status FROM webhook_inbox.inbox_events WHERE event_id = 'om-1';
 SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
- WHERE c.source = 'ops_std' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+ WHERE c.source = 'ops_std' AND EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token));
 SELECT strategy, status, split_part(reason, ':', 1) AS reason FROM webhook_inbox.inbox_events WHERE event_id = 'om-1';
 SELECT source_name, object_id, action FROM webhook_inbox.requeue_where(source => 'ops_std', reason => 'unorderable', reclassify => true, dry_run => false);
 SELECT e.strategy, e.status, e.route_id = r.id AS new_route FROM webhook_inbox.inbox_events e, webhook_inbox.routes r
  WHERE e.event_id = 'om-1' AND r.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'ops_std');
 SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
- WHERE c.source = 'ops_std' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+ WHERE c.source = 'ops_std' AND EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token));
 SELECT status FROM webhook_inbox.inbox_events WHERE event_id = 'om-1';
 SELECT source, object_type, object_id, status FROM webhook_inbox.mirror WHERE source = 'ops_std';
 
@@ -129,12 +129,23 @@ INSERT INTO webhook_inbox.effect_rules (object_type, from_status, to_status, kin
 VALUES ('order', '*', 'paid', 'ops_fulfil', 'operations');
 SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-4', 'x-shopify-topic', 'orders/paid'], wi_ops_body('{"id":10,"updated_at":"2026-01-01T11:00:00Z","financial_status":"paid"}'));
 SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
- WHERE c.source = 'ops_shop' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+ WHERE c.source = 'ops_shop' AND EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token));
 SELECT count(*) AS fulfilments FROM webhook_inbox.effects WHERE kind = 'ops_fulfil' AND object_id = '10';
 SELECT object_id, action FROM webhook_inbox.requeue_where(source => 'ops_shop', event_type => 'orders/paid', statuses => '{done}', dry_run => false);
 SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
- WHERE c.source = 'ops_shop' AND (webhook_inbox._work_claim(c.claim_token)).fenced IS NOT NULL;
+ WHERE c.source = 'ops_shop' AND EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token));
 SELECT status, reason FROM webhook_inbox.inbox_events WHERE event_id = 'ow-4';
+SELECT count(*) AS fulfilments FROM webhook_inbox.effects WHERE kind = 'ops_fulfil' AND object_id = '10';
+-- the order moved on; replaying the old event is contradicted by the present: set aside for operations
+SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-5', 'x-shopify-topic', 'orders/updated'], wi_ops_body('{"id":10,"updated_at":"2026-01-01T12:00:00Z","financial_status":"refunded"}'));
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_shop' AND EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token));
+SELECT object_id, action FROM webhook_inbox.requeue_where(source => 'ops_shop', event_type => 'orders/paid', statuses => '{done}', dry_run => false);
+SELECT count(*) AS claimed FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_shop' AND EXISTS (SELECT FROM webhook_inbox._work_claim(c.claim_token));
+SELECT event_id, status, reason FROM webhook_inbox.inbox_events WHERE event_id IN ('ow-4', 'ow-5') ORDER BY id;
+SELECT source, object_id, status FROM webhook_inbox.mirror WHERE source = 'ops_shop' AND object_id = '10';
+SELECT queue, reason, owner, count FROM webhook_inbox.queues WHERE source = 'ops_shop' AND reason = 'replay_contradicted';
 SELECT count(*) AS fulfilments FROM webhook_inbox.effects WHERE kind = 'ops_fulfil' AND object_id = '10';
 
 -- typed views over the mirror
