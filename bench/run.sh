@@ -4,6 +4,7 @@
 # (make bench) after the build; can be run on its own once installed.
 #
 #   bench/run.sh [receiver] [worker]      (default: both)
+#   BENCH_PLOTS=DIR  where the SVG charts go (default: next to the CSV)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -24,4 +25,9 @@ for p in "${parts[@]}"; do
 	"$BENCH_DIR/$p.sh" || { echo "bench: $p failed (exit $?)" >&2; status=1; }
 done
 print_table
+# the figures as SVG charts beside their references (docs/benchmarks.md
+# embeds the ones in docs/img: make bench BENCH_PLOTS=docs/img)
+if command -v gnuplot >/dev/null; then
+	"$BENCH_DIR/plot.sh" "$RESULTS_CSV" "${BENCH_PLOTS:-${RESULTS_CSV%.csv}}" >&2 || status=1
+fi
 exit $status

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: installs what is missing (the build's packages, wrk),
+# make bench: installs what is missing (the build's packages, wrk, gnuplot),
 # builds, installs, and runs bench/run.sh, which prints the figures next to
 # their references measured in the same run and writes them as CSV under
 # bench/results/.  As root, the cluster runs as the postgres user.
@@ -7,12 +7,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/deps.sh
-if ! command -v wrk >/dev/null; then
-	echo "installing: wrk"
+missing=""
+command -v wrk >/dev/null || missing="$missing wrk"
+command -v gnuplot >/dev/null || missing="$missing gnuplot-nox"
+if [ -n "$missing" ]; then
+	echo "installing:$missing"
 	if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=""; fi
 	export DEBIAN_FRONTEND=noninteractive
 	$SUDO apt-get update -qq
-	$SUDO apt-get install -y -qq --no-install-recommends wrk >/dev/null
+	# shellcheck disable=SC2086
+	$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
 fi
 # PgQ: the reference the worker's drains are printed against
 if ! dpkg-query -W -f='${Status}' postgresql-15-pgq3 2>/dev/null | grep -q "install ok installed"; then

@@ -386,6 +386,32 @@ COMMENT ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, tim
 	'Controlled replay by filter (source, reason''s first word, event type pattern, received time range, statuses): previews by default, and with dry_run => false requeues (keeping the intake-time classification) or reclassifies, audited in requeue_batches and requeues. Refused whole if any matching event is owned by someone the caller may not act for.';
 
 ---------------------------------------------------------------------------
+-- Waking the outbox's consumers
+---------------------------------------------------------------------------
+
+/*
+ * NOTIFY webhook_inbox_effects, payload the kind, when effects a local
+ * consumer executes become due (new, or given back for a retry): one
+ * notification per kind and statement, delivered at commit.  The worker
+ * executes http effects itself, so those wake nobody.
+ */
+CREATE FUNCTION @extschema@._effects_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_catalog.pg_notify('webhook_inbox_effects', k.kind)
+	   FROM (SELECT DISTINCT n.kind FROM new_effects n
+			  WHERE n.kind OPERATOR(pg_catalog.<>) 'http' AND n.status OPERATOR(pg_catalog.=) 'pending') k;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effects_notify() IS
+	'Sends NOTIFY webhook_inbox_effects with each kind of due outbox effect the statement made (not http: the worker runs those).';
+CREATE TRIGGER effects_notify_insert AFTER INSERT ON @extschema@.effects
+	REFERENCING NEW TABLE AS new_effects FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._effects_notify();
+CREATE TRIGGER effects_notify_update AFTER UPDATE ON @extschema@.effects
+	REFERENCING NEW TABLE AS new_effects FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._effects_notify();
+
+---------------------------------------------------------------------------
 -- Typed views of the mirror, for applications
 ---------------------------------------------------------------------------
 

@@ -169,3 +169,18 @@ CREATE INDEX requeues_event_idx ON @extschema@.requeues (event_id);
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches_id_seq', '');
 
+CREATE FUNCTION @extschema@._effects_notify() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM pg_catalog.pg_notify('webhook_inbox_effects', k.kind)
+	   FROM (SELECT DISTINCT n.kind FROM new_effects n
+			  WHERE n.kind OPERATOR(pg_catalog.<>) 'http' AND n.status OPERATOR(pg_catalog.=) 'pending') k;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effects_notify() IS
+	'Sends NOTIFY webhook_inbox_effects with each kind of due outbox effect the statement made (not http: the worker runs those).';
+CREATE TRIGGER effects_notify_insert AFTER INSERT ON @extschema@.effects
+	REFERENCING NEW TABLE AS new_effects FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._effects_notify();
+CREATE TRIGGER effects_notify_update AFTER UPDATE ON @extschema@.effects
+	REFERENCING NEW TABLE AS new_effects FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._effects_notify();
