@@ -71,8 +71,9 @@ sub check_example
 				$node->safe_psql('postgres',
 					"SELECT status FROM webhook_inbox.effects WHERE object_id = '$sub' AND kind = 'email'") eq 'done';
 			},
-			"$name's first effect", 30),
+			"the first effect of $name", 30),
 		"$name: woken by NOTIFY, executes the effect and completes it") or diag("$out\n$err");
+	poll_until(sub { $h->pump_nb; $out =~ /^effect /m }, "the output of $name", 10);
 	like($out, qr/^effect \d+ email subscription\/$sub key=email:\d+:subscription\/$sub:active->past_due#\d+ request=\{"subscription": ?"$sub", ?"template": ?"payment_failed"\} status=canceled customer=cus_$sub period_end=2026-01-01T00:00:00(\.000Z|\+00:00)$/m,
 		"$name: the effect's request, and the subscription read through the typed view");
 
