@@ -54,7 +54,7 @@ INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
 	('quarantined_event', 'replay_contradicted', 'operations', 'a replayed event the provider''s present contradicts: review, never re-execute', true),
 	('unorderable_event', '*', 'operations', 'no version, no read API, no machine: a person decides what the event means', true),
 	('failed_sweep', '*', 'engineering', 'reconciliation could not list the provider', true),
-	('skipped_sweep', '*', 'engineering', 'reconciliation passes that could not compare every object', true),
+	('skipped_sweep', '*', 'engineering', 'incomplete reconciliation passes: they could not compare every object (sweep_runs.incomplete_reason)', true),
 	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true);
 
 /*
@@ -107,8 +107,8 @@ CREATE INDEX inbox_quarantined_idx ON @extschema@.inbox (source_id, reason) WHER
 /*
  * One row per (queue, source, reason) with something in it.  Events are
  * grouped by their reason's first word (the part before the colon);
- * effects by their kind; sweeps by object type: runs after the last clean
- * pass; a flagged source is one row.
+ * effects by their kind; sweeps by object type: the failed and incomplete
+ * passes since the last complete one; a flagged source is one row.
  */
 CREATE VIEW @extschema@.queues AS
 WITH ev AS (
@@ -132,10 +132,10 @@ sw AS (
 		   r.source_id, r.object_type AS reason,
 		   count(*) AS count, now() - min(r.started_at) AS oldest_age, min(r.id) AS oldest_id
 	  FROM webhook_inbox.sweep_runs r
-	 WHERE (r.status = 'failed' OR (r.status = 'complete' AND r.skipped > 0))
+	 WHERE r.status IN ('failed', 'incomplete')
 	   AND r.started_at > coalesce((SELECT max(x.started_at) FROM webhook_inbox.sweep_runs x
 									 WHERE x.source_id = r.source_id AND x.object_type = r.object_type
-									   AND x.status = 'complete' AND x.skipped = 0), '-infinity')
+									   AND x.status = 'complete'), '-infinity')
 	 GROUP BY 1, 2, 3)
 SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, q.reason, q.fallback) AS owner,
 	   q.count, q.oldest_age, q.oldest_id

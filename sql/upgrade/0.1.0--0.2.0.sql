@@ -120,7 +120,7 @@ INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
 	('quarantined_event', 'replay_contradicted', 'operations', 'a replayed event the provider''s present contradicts: review, never re-execute', true),
 	('unorderable_event', '*', 'operations', 'no version, no read API, no machine: a person decides what the event means', true),
 	('failed_sweep', '*', 'engineering', 'reconciliation could not list the provider', true),
-	('skipped_sweep', '*', 'engineering', 'reconciliation passes that could not compare every object', true),
+	('skipped_sweep', '*', 'engineering', 'incomplete reconciliation passes: they could not compare every object (sweep_runs.incomplete_reason)', true),
 	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true);
 
 /*
