@@ -1,5 +1,5 @@
 
-# 501_examples.pl
+# 511_examples.pl
 #	The application examples: examples/node (node-postgres) and
 #	examples/python (psycopg 3) each read the mirror through a typed view
 #	and execute the effects outbox, woken by LISTEN/NOTIFY only (their

@@ -1,5 +1,5 @@
 
-# 502_bench_plot.pl
+# 512_bench_plot.pl
 #	bench/plot.sh draws a run's figures as SVG charts: one per (section,
 #	unit), each figure beside its same-run reference and its target when it
 #	is stated in the chart's unit; ratios and counts stay in the table; a run

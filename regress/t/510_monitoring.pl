@@ -1,5 +1,5 @@
 
-# 500_monitoring.pl
+# 510_monitoring.pl
 #	Monitoring end to end: the alert rules load and pass their promtool unit
 #	tests; the receiver's /metrics and postgres_exporter running
 #	monitoring/postgres_exporter.yml (as a webhook_inbox_reader) both pass
