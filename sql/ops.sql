@@ -470,6 +470,48 @@ SELECT s.name AS source, o.object_id AS id, o.state ->> 'email' AS email, o.stat
  WHERE s.kind = 'stripe' AND o.object_type = 'customer';
 COMMENT ON VIEW @extschema@.stripe_customers IS 'Mirrored Stripe customers: email and name.';
 
+CREATE VIEW @extschema@.stripe_charges AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS customer,
+	   o.state ->> 'payment_intent' AS payment_intent,
+	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount,
+	   webhook_inbox._number(o.state -> 'amount_refunded')::bigint AS amount_refunded,
+	   o.state ->> 'currency' AS currency,
+	   CASE WHEN jsonb_typeof(o.state -> 'refunded') = 'boolean' THEN (o.state ->> 'refunded')::boolean END AS refunded,
+	   CASE WHEN jsonb_typeof(o.state -> 'disputed') = 'boolean' THEN (o.state ->> 'disputed')::boolean END AS disputed,
+	   o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type = 'charge';
+COMMENT ON VIEW @extschema@.stripe_charges IS 'Mirrored Stripe charges: status, customer, PaymentIntent, amount and amount refunded in the minor unit, currency, refunded, disputed.';
+
+CREATE VIEW @extschema@.stripe_refunds AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'charge' AS charge,
+	   o.state ->> 'payment_intent' AS payment_intent,
+	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount, o.state ->> 'currency' AS currency,
+	   o.state ->> 'reason' AS reason, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type = 'refund';
+COMMENT ON VIEW @extschema@.stripe_refunds IS 'Mirrored Stripe refunds: status, charge, PaymentIntent, amount in the minor unit, currency, reason.';
+
+CREATE VIEW @extschema@.stripe_disputes AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'charge' AS charge,
+	   o.state ->> 'payment_intent' AS payment_intent,
+	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount, o.state ->> 'currency' AS currency,
+	   o.state ->> 'reason' AS reason,
+	   webhook_inbox._unix_time(o.state #> '{evidence_details,due_by}') AS evidence_due_by, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type = 'dispute';
+COMMENT ON VIEW @extschema@.stripe_disputes IS 'Mirrored Stripe disputes: status, charge, PaymentIntent, amount, currency, reason, when the evidence is due.';
+
+CREATE VIEW @extschema@.stripe_checkout_sessions AS
+SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'payment_status' AS payment_status,
+	   o.state ->> 'mode' AS mode, o.state ->> 'customer' AS customer,
+	   o.state ->> 'subscription' AS subscription, o.state ->> 'payment_intent' AS payment_intent,
+	   webhook_inbox._number(o.state -> 'amount_total')::bigint AS amount_total, o.state ->> 'currency' AS currency,
+	   o.state ->> 'client_reference_id' AS client_reference_id, o.deleted, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE s.kind = 'stripe' AND o.object_type IN ('checkout.session', 'checkout_session');
+COMMENT ON VIEW @extschema@.stripe_checkout_sessions IS 'Mirrored Stripe Checkout Sessions: status, payment status, mode, customer, subscription or PaymentIntent, total, currency, your client_reference_id.';
+
 CREATE VIEW @extschema@.shopify_orders AS
 SELECT s.name AS source, o.object_id AS id, o.state ->> 'name' AS name, o.status AS financial_status,
 	   o.state ->> 'fulfillment_status' AS fulfillment_status,

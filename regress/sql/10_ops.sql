@@ -174,3 +174,15 @@ SELECT id, number, title, state, author, repository, url FROM webhook_inbox.gith
 -- odd data gives NULLs, not errors
 SELECT webhook_inbox.upsert_object('ops_stripe', 'invoice', 'in_o1', NULL, 'open', '{"amount_due": "lots", "currency": "eur", "customer": 5}');
 SELECT id, status, customer, amount_due, currency FROM webhook_inbox.stripe_invoices WHERE source = 'ops_stripe';
+SELECT webhook_inbox.upsert_object('ops_stripe', 'charge', 'ch_o1', NULL, 'succeeded',
+	'{"id": "ch_o1", "status": "succeeded", "customer": "cus_o1", "payment_intent": "pi_o1", "amount": 2000, "amount_refunded": 500, "currency": "eur", "refunded": false, "disputed": true}');
+SELECT webhook_inbox.upsert_object('ops_stripe', 'refund', 're_o1', NULL, 'succeeded',
+	'{"id": "re_o1", "status": "succeeded", "charge": "ch_o1", "payment_intent": "pi_o1", "amount": 500, "currency": "eur", "reason": "requested_by_customer"}');
+SELECT webhook_inbox.upsert_object('ops_stripe', 'dispute', 'dp_o1', NULL, 'needs_response',
+	'{"id": "dp_o1", "status": "needs_response", "charge": "ch_o1", "amount": 1500, "currency": "eur", "reason": "fraudulent", "evidence_details": {"due_by": 1767225600}}');
+SELECT webhook_inbox.upsert_object('ops_stripe', 'checkout.session', 'cs_o1', NULL, 'complete',
+	'{"id": "cs_o1", "status": "complete", "payment_status": "paid", "mode": "subscription", "customer": "cus_o1", "subscription": "sub_o1", "amount_total": 1999, "currency": "eur", "client_reference_id": "order-7"}');
+SELECT id, status, customer, payment_intent, amount, amount_refunded, currency, refunded, disputed FROM webhook_inbox.stripe_charges WHERE source = 'ops_stripe';
+SELECT id, status, charge, amount, currency, reason FROM webhook_inbox.stripe_refunds WHERE source = 'ops_stripe';
+SELECT id, status, charge, amount, reason, evidence_due_by AT TIME ZONE 'UTC' AS evidence_due_by FROM webhook_inbox.stripe_disputes WHERE source = 'ops_stripe';
+SELECT id, status, payment_status, mode, customer, subscription, amount_total, client_reference_id FROM webhook_inbox.stripe_checkout_sessions WHERE source = 'ops_stripe';
