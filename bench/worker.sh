@@ -351,7 +351,7 @@ h1_intake=$(intake_ceiling)
 echo "  history: with $HISTORY_EVENTS processed events: drain $h1_drain ev/s, intake ceiling $h1_intake/s" >&2
 hr_drain=$(fdiv "$h1_drain" "$h0_drain")
 hr_intake=$(fdiv "$h1_intake" "$h0_intake")
-add_result history "drain occurrence, $HISTORY_EVENTS events of history" "$h1_drain" "ev/s" "same drain, no history" "$h0_drain" "-" "-"
+add_result history "drain occurrence with $HISTORY_EVENTS done" "$h1_drain" "ev/s" "same drain, no history" "$h0_drain" "-" "-"
 add_result history "  ratio with / without history" "$hr_drain" "x" "-" "-" ">= 0.9" "$(check "$hr_drain" '>=' 0.9)"
-add_result history "intake ceiling, $HISTORY_EVENTS events of history" "$h1_intake" "rows/s" "same, no history" "$h0_intake" "-" "-"
+add_result history "intake ceiling with $HISTORY_EVENTS done" "$h1_intake" "rows/s" "same, no history" "$h0_intake" "-" "-"
 add_result history "  ratio with / without history" "$hr_intake" "x" "-" "-" ">= 0.9" "$(check "$hr_intake" '>=' 0.9)"

@@ -102,13 +102,12 @@ BEGIN
 	 * workers), and the fence check of each object: a claim that was taken
 	 * over is reported fenced and left to its new holder.
 	 */
-	SELECT coalesce(array_agg(l.token) FILTER (WHERE NOT webhook_inbox._fenced(l.source_id, l.object_type,
-				l.object_id, l.token)), '{}'),
-		   coalesce(array_agg(l.token) FILTER (WHERE webhook_inbox._fenced(l.source_id, l.object_type,
-				l.object_id, l.token)), '{}')
+	SELECT coalesce(array_agg(f.token) FILTER (WHERE NOT f.fenced), '{}'),
+		   coalesce(array_agg(f.token) FILTER (WHERE f.fenced), '{}')
 	  INTO live, fenced
-	  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
-			 ORDER BY x.token FOR UPDATE) l;
+	  FROM (SELECT l.token, webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, l.token) AS fenced
+			  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
+					 ORDER BY x.token FOR UPDATE) l) f;
 	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
 							   WHERE t <> ALL (live) AND t <> ALL (fenced));
 

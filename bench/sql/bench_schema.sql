@@ -87,7 +87,7 @@ BEGIN
 		COMMIT;
 		FOREACH t IN ARRAY fetches LOOP
 			SELECT (i.payload #> '{data,object}')::text INTO body
-			  FROM webhook_inbox.inbox i WHERE i.claim_token = t
+			  FROM webhook_inbox.inbox i WHERE i.claim_token = t AND i.status = 'processing'
 			 ORDER BY i.id DESC LIMIT 1;
 			PERFORM webhook_inbox._save_fetched(t, 200, body, '$', '$.status', NULL);
 			COMMIT;
