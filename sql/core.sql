@@ -554,7 +554,11 @@ CREATE FUNCTION @extschema@._classify_batch(p_source_ids integer[], p_kinds text
 RETURNS TABLE (ord bigint, route_id integer, route_version integer, strategy text,
 	object_type text, object_id text, version numeric, provider_time timestamptz,
 	status_value text)
-LANGUAGE sql STABLE AS $$
+LANGUAGE plpgsql STABLE AS $$
+#variable_conflict use_column
+BEGIN
+	/* plpgsql, not sql: its plan is kept for the session, not made per call */
+	RETURN QUERY
 	WITH e AS (
 		SELECT * FROM unnest(p_source_ids, p_kinds, p_event_types, p_payloads) WITH ORDINALITY
 			AS e(source_id, kind, event_type, payload, ord)
@@ -587,7 +591,8 @@ LANGUAGE sql STABLE AS $$
 		   CASE WHEN s.class <> 'ignore' AND s.time_path IS NOT NULL
 				THEN webhook_inbox._time_of(jsonb_path_query_first(s.payload, s.time_path)) END,
 		   CASE WHEN s.class <> 'ignore' AND s.tombstone THEN coalesce(s.st, 'deleted') ELSE s.st END
-	  FROM s
+	  FROM s;
+END
 $$;
 COMMENT ON FUNCTION @extschema@._classify_batch(integer[], text[], text[], jsonb[]) IS
 	'Finds the route of each event of a batch and extracts object type, id, version, time and status, set-based.';
