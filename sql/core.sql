@@ -554,10 +554,16 @@ CREATE FUNCTION @extschema@._classify_batch(p_source_ids integer[], p_kinds text
 RETURNS TABLE (ord bigint, route_id integer, route_version integer, strategy text,
 	object_type text, object_id text, version numeric, provider_time timestamptz,
 	status_value text)
-LANGUAGE plpgsql STABLE AS $$
+LANGUAGE plpgsql STABLE
+/*
+ * A generic plan, made once per session: a custom plan for each call (which
+ * the plan cache keeps choosing, as it sees the arrays' sizes) costs more
+ * than classifying a whole batch, since it inlines the helpers again.
+ */
+SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan
+AS $$
 #variable_conflict use_column
 BEGIN
-	/* plpgsql, not sql: its plan is kept for the session, not made per call */
 	RETURN QUERY
 	WITH e AS (
 		SELECT * FROM unnest(p_source_ids, p_kinds, p_event_types, p_payloads) WITH ORDINALITY
