@@ -79,7 +79,9 @@ add_result() {
 	if [ ! -f "$RESULTS_CSV" ]; then
 		echo "cores,section,metric,value,unit,reference,reference_value,target,met" >"$RESULTS_CSV"
 	fi
-	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CORES" "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" >>"$RESULTS_CSV"
+	# one field per column: a comma inside a name becomes a semicolon
+	printf '%s,%s,%s,%s,%s,%s,%s,%s,%s\n' "$CORES" "${1//,/;}" "${2//,/;}" "${3//,/;}" "${4//,/;}" \
+		"${5//,/;}" "${6//,/;}" "${7//,/;}" "${8//,/;}" >>"$RESULTS_CSV"
 }
 
 # check VALUE OP LIMIT → yes | no | n/a

@@ -20,7 +20,8 @@ trap 'rm -rf "$tmp"' EXIT
 # One data file per (section, unit): metric, value, reference value, target.
 awk -F, -v dir="$tmp" '
 	NR == 1 { next }
-	$5 == "x" || $5 == "count" || $4 == "" || $4 == "nan" || $4 == "-" { next }
+	NF != 9 { printf "bench/plot.sh: line %d has %d fields, not 9: skipped\n", NR, NF > "/dev/stderr"; next }
+	$5 == "x" || $5 == "count" || $4 !~ /^-?[0-9.]+(e[-+]?[0-9]+)?$/ { next }
 	{
 		key = $2 "\t" $5
 		if (!(key in file)) {
@@ -45,8 +46,11 @@ while IFS=$'\t' read -r section unit dat; do
 	svg="$out/$name.svg"
 	rows="$(wc -l <"$dat")"
 	has_ref="$(awk -F'\t' '$3 != "NaN" { print "yes"; exit }' "$dat")"
+	# the references' name when the chart has one kind of reference
+	ref_name="$(awk -F'\t' '$3 != "NaN" { gsub(/"/, "", $5); n[$5] = 1 }
+		END { k = 0; for (r in n) { k++; name = r } print (k == 1 ? name : "reference") }' "$dat" | tr -d "'")"
 	has_tgt="$(awk -F'\t' '$4 != "NaN" { print "yes"; exit }' "$dat")"
-	width=$((360 + rows * 130))
+	width=$((420 + rows * 130))
 	[ "$width" -gt 1100 ] && width=1100
 	{
 		echo "set terminal svg size $width,380 dynamic enhanced font 'Helvetica,11' background '#ffffff'"
@@ -64,7 +68,7 @@ while IFS=$'\t' read -r section unit dat; do
 		# figure i: measured left of i, reference right of it, target across both
 		if [ -n "$has_ref" ]; then
 			plot="plot '$dat' using (\$0 - 0.2):2:(0.38):xtic(1) with boxes title 'measured' lc rgb '#3b6ea8'"
-			plot="$plot, '' using (\$0 + 0.2):3:(0.38) with boxes title 'reference (same run)' lc rgb '#b0b0b0'"
+			plot="$plot, '' using (\$0 + 0.2):3:(0.38) with boxes title '$ref_name (same run)' lc rgb '#b0b0b0'"
 		else
 			plot="plot '$dat' using (\$0):2:(0.5):xtic(1) with boxes title 'measured' lc rgb '#3b6ea8'"
 		fi

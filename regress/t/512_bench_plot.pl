@@ -27,12 +27,15 @@ cores,section,metric,value,unit,reference,reference_value,target,met
 2,receiver,non-new outcomes + errors (all unique),0,count,-,-,= 0,yes
 2,worker,drain fetch (worker),3100,ev/s,same cycle from SQL alone,3500,>= 0.8x,yes
 2,worker,drain version (worker),5100,ev/s,same cycle from SQL alone,5600,-,-
+2,worker,a name, with a comma,1,ev/s,-,-,-,-
+2,worker,not measured,-,ev/s,-,-,-,-
 CSV
 close $fh;
 
 my ($out, $err) = ('', '');
 IPC::Run::run([ 'bench/plot.sh', "$tmp/run.csv", "$tmp/svg" ], '>', \$out, '2>', \$err);
 is($? >> 8, 0, 'plot.sh exits 0') or diag($err);
+is($err, "bench/plot.sh: line 10 has 10 fields, not 9: skipped\n", 'a malformed row is skipped and named');
 is( $out,
 	join('', map { "$tmp/svg/bench-$_.svg\n" } qw(ceiling-rows_s receiver-req_s receiver-ms worker-ev_s)),
 	'one chart per section and unit, none for ratios and counts');
@@ -43,12 +46,13 @@ my $workers = slurp("$tmp/svg/bench-worker-ev_s.svg");
 like($workers, qr/<svg/, 'an SVG document');
 like($workers, qr/worker \(ev\/s\), 2 cores/, 'titled with section, unit and cores');
 like($workers, qr/drain fetch \(worker\).*drain version \(worker\)/s, 'each figure labelled');
-like($workers, qr/reference \(same run\)/, 'with its same-run reference');
+like($workers, qr/same cycle from SQL alone \(same run\)/, 'with its same-run reference, named');
 unlike($workers, qr/>target</, 'no target line for a ratio target (0.8x of the reference)');
+unlike($workers, qr/not measured/, 'a figure without a value is left out');
 
 my $latency = slurp("$tmp/svg/bench-receiver-ms.svg");
 like($latency, qr/>target</, 'a target stated in the unit of the chart is drawn');
-unlike($latency, qr/reference \(same run\)/, 'no reference series where there is none');
+unlike($latency, qr/\(same run\)/, 'no reference series where there is none');
 
 open($fh, '>', "$tmp/empty.csv") or die;
 print $fh "cores,section,metric,value,unit,reference,reference_value,target,met\n";
