@@ -37,6 +37,8 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "provider.h"
+#include "stats.h"
 #include "step.h"
 #include "webhook_inbox.h"
 
@@ -57,6 +59,7 @@ typedef struct EffectJob
 	char	   *idempotency_key;
 	char	   *auth_name;
 	char	   *auth_value;
+	char	   *origin;			/* the source's api_base */
 	/* results */
 	long		http_status;
 	const char *transport;		/* ok, not_sent, unknown */
@@ -118,11 +121,24 @@ perform_job(EffectJob *job)
 	struct curl_slist *headers = NULL;
 	char	   *line;
 	CURLcode	rc;
+	void	   *parsed = NULL;
 
 	initStringInfo(&job->response);
+	/* the same check as every other provider request (fetch.c) */
+	job->error = wi_http_refusal(job->url, job->origin, &parsed);
+	if (job->error != NULL)
+	{
+		job->transport = "refused";
+		wi_stat_add(WI_STAT_REFUSED, 1);
+		ereport(WARNING,
+				(errmsg("webhook_inbox: effect %lld was not sent", (long long) job->id),
+				 errdetail("%s", job->error)));
+		return;
+	}
 	curl = curl_easy_init();
 	if (curl == NULL)
 	{
+		curl_url_cleanup((CURLU *) parsed);
 		job->transport = "not_sent";
 		job->error = pstrdup("could not initialise libcurl");
 		return;
@@ -143,7 +159,7 @@ perform_job(EffectJob *job)
 		headers = curl_slist_append(headers, line);
 	}
 	headers = curl_slist_append(headers, "Expect:");
-	curl_easy_setopt(curl, CURLOPT_URL, job->url);
+	curl_easy_setopt(curl, CURLOPT_CURLU, parsed);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, job->method);
 	if (job->body)
 	{
@@ -166,6 +182,7 @@ perform_job(EffectJob *job)
 
 	curl_slist_free_all(headers);
 	curl_easy_cleanup(curl);
+	curl_url_cleanup((CURLU *) parsed);
 }
 
 /*
@@ -253,6 +270,24 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			j->auth_value = copy_value(tup, desc, 10);
 		}
 		MemoryContextSwitchTo(oldcxt);
+		/* where each effect's source lives: its requests may go nowhere else */
+		for (int i = 0; i < njobs; i++)
+		{
+			Oid			otypes[1] = {INT8OID};
+			Datum		oargs[1] = {Int64GetDatum(jobs[i].id)};
+
+			rc = SPI_execute_with_args("SELECT s.api_base FROM webhook_inbox.effects e "
+									   "JOIN webhook_inbox.sources s ON s.id = e.source_id WHERE e.id = $1",
+									   1, otypes, oargs, NULL, true, 1);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "webhook_inbox: reading an effect's source failed: %s", SPI_result_code_string(rc));
+			if (SPI_processed == 1)
+			{
+				oldcxt = MemoryContextSwitchTo(jobcxt);
+				jobs[i].origin = copy_value(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+				MemoryContextSwitchTo(oldcxt);
+			}
+		}
 
 		/* the attempts are on record before any request leaves */
 		wi_step_end(mode);

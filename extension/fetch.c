@@ -19,6 +19,7 @@
 #include "utils/memutils.h"
 
 #include "provider.h"
+#include "stats.h"
 #include "webhook_inbox.h"
 
 /*
@@ -71,12 +72,14 @@ wi_http_cleanup(void)
 }
 
 void
-wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id, void *arg)
+wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
+					 const char *origin, void *arg)
 {
 	memset(req, 0, sizeof(*req));
 	req->url = url;
 	req->auth = auth;
 	req->source_id = source_id;
+	req->origin = origin;
 	req->arg = arg;
 	req->retry_after_s = -1;
 	initStringInfo(&req->body);
@@ -135,12 +138,115 @@ header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
 	return n;
 }
 
-static void
+/* scheme://host:port of a parsed URL, for messages (never its path or user) */
+static char *
+origin_text(CURLU *u)
+{
+	char	   *scheme = NULL;
+	char	   *host = NULL;
+	char	   *port = NULL;
+	char	   *out;
+
+	curl_url_get(u, CURLUPART_SCHEME, &scheme, 0);
+	curl_url_get(u, CURLUPART_HOST, &host, 0);
+	curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT);
+	out = psprintf("%s://%s:%s", scheme ? scheme : "?", host ? host : "?", port ? port : "?");
+	curl_free(scheme);
+	curl_free(host);
+	curl_free(port);
+	return out;
+}
+
+/* true when part of a and b are both present and equal (case-insensitively) */
+static bool
+same_part(CURLU *a, CURLU *b, CURLUPart part, unsigned int flags)
+{
+	char	   *x = NULL;
+	char	   *y = NULL;
+	bool		same;
+
+	curl_url_get(a, part, &x, flags);
+	curl_url_get(b, part, &y, flags);
+	same = x != NULL && y != NULL && pg_strcasecmp(x, y) == 0;
+	curl_free(x);
+	curl_free(y);
+	return same;
+}
+
+/*
+ * The one check every provider request passes before it leaves (fetches,
+ * list pages, a list's Link rel="next", effects): url must name the same
+ * scheme, host and port as origin (the source's api_base) and carry no user
+ * name, password or login options, so that the source's token can only ever
+ * go to the source ("https://api.example.com@elsewhere/" names the host
+ * elsewhere).  Both are parsed by libcurl, and the transfer is then made
+ * from that same parse (*parsed, a CURLU to hand to CURLOPT_CURLU and free
+ * with curl_url_cleanup), so what was checked is what is sent.
+ *
+ * Returns NULL when the request may go, or a palloc'd reason (naming only
+ * schemes, hosts and ports) when it must not; *parsed is then NULL.
+ */
+char *
+wi_http_refusal(const char *url, const char *origin, void **parsed)
+{
+	CURLU	   *u = curl_url();
+	CURLU	   *o = curl_url();
+	char	   *part = NULL;
+	char	   *reason = NULL;
+
+	*parsed = NULL;
+	if (u == NULL || o == NULL)
+		reason = pstrdup("could not allocate a URL parser");
+	else if (origin == NULL || curl_url_set(o, CURLUPART_URL, origin, 0) != CURLUE_OK)
+		reason = pstrdup("the source has no valid api_base");
+	else if (url == NULL || curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK)
+		reason = pstrdup("the URL does not parse");
+	else if (curl_url_get(u, CURLUPART_USER, &part, 0) == CURLUE_OK ||
+			 curl_url_get(u, CURLUPART_PASSWORD, &part, 0) == CURLUE_OK ||
+			 curl_url_get(u, CURLUPART_OPTIONS, &part, 0) == CURLUE_OK)
+		reason = psprintf("the URL to %s carries a user name or password", origin_text(u));
+	else if (!same_part(u, o, CURLUPART_SCHEME, 0) ||
+			 !same_part(u, o, CURLUPART_HOST, 0) ||
+			 !same_part(u, o, CURLUPART_PORT, CURLU_DEFAULT_PORT))
+		reason = psprintf("%s is not the source's api_base origin %s", origin_text(u), origin_text(o));
+	curl_free(part);
+	if (o)
+		curl_url_cleanup(o);
+	if (reason != NULL)
+	{
+		if (u)
+			curl_url_cleanup(u);
+		return psprintf("refused: %s", reason);
+	}
+	*parsed = u;
+	return NULL;
+}
+
+/*
+ * Starts a transfer, or refuses it (false, with req->refused and the reason
+ * in req->error) when wi_http_refusal() says its URL is not the source's.
+ */
+static bool
 start_request(WiHttpRequest *req)
 {
-	CURL	   *h = curl_easy_init();
+	CURL	   *h;
 	struct curl_slist *headers = NULL;
+	void	   *parsed;
+	char	   *reason = wi_http_refusal(req->url, req->origin, &parsed);
 
+	if (reason != NULL)
+	{
+		req->refused = true;
+		req->status = 0;
+		req->error = reason;
+		wi_stat_add(WI_STAT_REFUSED, 1);
+		ereport(WARNING,
+				(errmsg("webhook_inbox: a request for source %d was not sent", req->source_id),
+				 errdetail("%s", reason)));
+		return false;
+	}
+	req->parsed = parsed;
+	h = curl_easy_init();
 	if (h == NULL)
 		elog(ERROR, "webhook_inbox: curl_easy_init failed");
 	headers = curl_slist_append(headers, "Accept: application/json");
@@ -151,7 +257,7 @@ start_request(WiHttpRequest *req)
 	req->started = true;
 	req->started_at = GetCurrentTimestamp();
 
-	curl_easy_setopt(h, CURLOPT_URL, req->url);
+	curl_easy_setopt(h, CURLOPT_CURLU, parsed);
 	curl_easy_setopt(h, CURLOPT_PRIVATE, req);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, write_cb);
@@ -162,6 +268,7 @@ start_request(WiHttpRequest *req)
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	if (curl_multi_add_handle(multi, h) != CURLM_OK)
 		elog(ERROR, "webhook_inbox: curl_multi_add_handle failed");
+	return true;
 }
 
 static void
@@ -172,8 +279,11 @@ release_handle(WiHttpRequest *req)
 	curl_multi_remove_handle(multi, (CURL *) req->handle);
 	curl_easy_cleanup((CURL *) req->handle);
 	curl_slist_free_all(req->headers);
+	if (req->parsed)
+		curl_url_cleanup((CURLU *) req->parsed);
 	req->handle = NULL;
 	req->headers = NULL;
+	req->parsed = NULL;
 }
 
 static void
@@ -239,9 +349,18 @@ wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 				switch (gate ? gate(reqs[i], arg) : WI_HTTP_START)
 				{
 					case WI_HTTP_START:
-						start_request(reqs[i]);
-						state[i] = 1;
-						inflight++;
+						if (start_request(reqs[i]))
+						{
+							state[i] = 1;
+							inflight++;
+						}
+						else
+						{
+							/* refused: done at once, as a request that failed */
+							state[i] = 2;
+							if (done)
+								done(reqs[i], arg);
+						}
 						break;
 					case WI_HTTP_SKIP:
 						state[i] = 2;

@@ -74,7 +74,7 @@ prepare_guard_plans(void)
 
 		update_plan = wi_keep_plan(
 			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = coalesce($5, version), "
-			"state = coalesce($6, state), deleted = $7, "
+			"state = coalesce($6, state), deleted = $7, tombstone_pending_since = NULL, "
 			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
 			"updated_at = now() "
 			"WHERE source_id = $1 AND object_type = $2 AND object_id = $3", 9, t);

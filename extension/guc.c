@@ -24,6 +24,8 @@ int			wi_full_sweep_interval_s = 86400;
 int			wi_sweep_overlap_s = 60;
 int			wi_naptime_ms = 1000;
 int			wi_fetch_delay_ms = 1000;
+int			wi_tombstone_confirm_delay_s = 60;
+int			wi_debug_machines_load_lock = 0;
 char	   *wi_effects_fault = NULL;
 
 /*
@@ -84,6 +86,16 @@ wi_guc_init(bool preloading)
 							"A burst of notifications for one object costs one fetch; under a stream that never goes quiet an event waits at most ten times this. 0 claims at once.",
 							&wi_fetch_delay_ms, 1000, 0, 600 * 1000,
 							PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.tombstone_confirm_delay",
+							"How long after a read API's first 404/410 for an object a second one confirms the tombstone.",
+							"Until confirmed, the tombstone does not win over a newer version, so a wrong api_base or a proxy's 404 cannot delete objects for good; the object's events wait (no attempt counted) and are fetched again after this delay.",
+							&wi_tombstone_confirm_delay_s, 60, 0, 86400,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.debug_machines_load_lock",
+							"Test hook: transition_allowed() waits for this advisory lock between taking its snapshot and reading the machines.",
+							"Lets a test commit a change of machines exactly while the cache is being loaded. 0 (the default) turns it off; leave it off in production.",
+							&wi_debug_machines_load_lock, 0, 0, INT_MAX,
+							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomStringVariable("webhook_inbox.effects_fault",
 							   "Fault injection for testing crash boundaries of effects: after_claim or after_send.",
 							   "Ends the session at that point, as a crash would. Leave empty in production.",

@@ -9,6 +9,15 @@
  * reachability of each machine, and keeps it until the machines table
  * changes.  A statement trigger on that table (wi_machines_changed) sends a
  * relcache invalidation, which every backend receives at the writer's commit.
+ *
+ * The cache must never be marked valid with edges older than an
+ * invalidation already taken in.  So the callback is registered when the
+ * library loads (an invalidation taken in before the first load is not
+ * lost), the edges are read with the latest snapshot, not the caller's
+ * (which a REPEATABLE READ transaction may have taken before the change), and
+ * every invalidation bumps a generation: a load that an invalidation came
+ * during (it is taken in when the read locks the table) serves the current
+ * call but leaves the cache invalid, so the next call reads again.
  */
 #include "postgres.h"
 
@@ -21,6 +30,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "webhook_inbox.h"
 
@@ -39,14 +49,28 @@ typedef struct Machine
 static MemoryContext machine_cxt = NULL;
 static Machine *machines = NULL;
 static bool machines_valid = false;
-static bool callback_registered = false;
+static uint64 machines_generation = 0;	/* bumped by every invalidation */
 static Oid	machines_relid = InvalidOid;
+
+static void
+machines_invalidate(void)
+{
+	machines_valid = false;
+	machines_generation++;
+}
 
 static void
 machines_inval_callback(Datum arg, Oid relid)
 {
 	if (relid == InvalidOid || relid == machines_relid)
-		machines_valid = false;
+		machines_invalidate();
+}
+
+/* At library load: from now on no invalidation of machines goes unseen. */
+void
+wi_machine_init(void)
+{
+	CacheRegisterRelcacheCallback(machines_inval_callback, (Datum) 0);
 }
 
 static int
@@ -69,6 +93,7 @@ load_machines(void)
 	MemoryContext old;
 	int			rc;
 	Oid			nsp;
+	uint64		generation;
 
 	if (machine_cxt == NULL)
 		machine_cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_inbox machines",
@@ -79,16 +104,24 @@ load_machines(void)
 
 	nsp = get_namespace_oid("webhook_inbox", false);
 	machines_relid = get_relname_relid("machines", nsp);
-	if (!callback_registered)
-	{
-		CacheRegisterRelcacheCallback(machines_inval_callback, (Datum) 0);
-		callback_registered = true;
-	}
+	/* an invalidation from here on (the read below takes it in) wins */
+	generation = machines_generation;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	/* every committed edge, whatever snapshot the caller's transaction has */
+	PushActiveSnapshot(GetLatestSnapshot());
+	if (wi_debug_machines_load_lock != 0)
+	{
+		/* test hook: wait here until whoever holds this advisory lock lets go */
+		Datum		key = Int64GetDatum((int64) wi_debug_machines_load_lock);
+
+		DirectFunctionCall1(pg_advisory_lock_int8, key);
+		DirectFunctionCall1(pg_advisory_unlock_int8, key);
+	}
 	rc = SPI_execute("SELECT machine, from_state, to_state FROM webhook_inbox.machines "
 					 "ORDER BY machine", true, 0);
+	PopActiveSnapshot();
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "webhook_inbox: reading machines failed: %s", SPI_result_code_string(rc));
 
@@ -138,7 +171,7 @@ load_machines(void)
 	}
 	MemoryContextSwitchTo(old);
 	SPI_finish();
-	machines_valid = true;
+	machines_valid = (generation == machines_generation);
 }
 
 /*
@@ -189,6 +222,6 @@ wi_machines_changed(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("_machines_changed() must be called as a trigger")));
 	CacheInvalidateRelcache(trigdata->tg_relation);
-	machines_valid = false;
+	machines_invalidate();
 	return PointerGetDatum(NULL);
 }

@@ -108,6 +108,8 @@ typedef struct WiHttpRequest
 	char	   *url;
 	char	   *auth;			/* "Name: value" or NULL */
 	int32		source_id;		/* for rate limits */
+	const char *origin;			/* the source's api_base: the only scheme,
+								 * host and port url may name */
 	void	   *arg;			/* the caller's */
 
 	/* results */
@@ -115,6 +117,7 @@ typedef struct WiHttpRequest
 	TimestampTz started_at;		/* when the request left */
 	long		status;			/* HTTP status; 0 when the transfer failed */
 	char	   *error;			/* transport error, or NULL */
+	bool		refused;		/* never sent: url is not on the origin */
 	StringInfoData body;
 	char	   *link_next;		/* Link: <...>; rel="next", or NULL */
 	int64		retry_after_s;	/* Retry-After in seconds, or -1 */
@@ -122,6 +125,7 @@ typedef struct WiHttpRequest
 
 	void	   *handle;			/* private: the curl easy handle */
 	struct curl_slist *headers; /* private */
+	void	   *parsed;			/* private: the checked URL (CURLU) */
 } WiHttpRequest;
 
 typedef enum WiHttpGate
@@ -135,7 +139,8 @@ typedef WiHttpGate (*wi_http_gate_fn) (WiHttpRequest *req, void *arg);
 typedef void (*wi_http_done_fn) (WiHttpRequest *req, void *arg);
 
 extern void wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
-								 void *arg);
+								 const char *origin, void *arg);
+extern char *wi_http_refusal(const char *url, const char *origin, void **parsed);
 extern bool wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 						wi_http_gate_fn gate, wi_http_done_fn done, void *arg);
 extern void wi_http_cleanup(void);

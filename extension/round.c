@@ -302,7 +302,8 @@ load_xact(void *arg)
 			char	   *url = c->adapter->object_url(c->src, &c->type, c->object_id);
 
 			if (url)
-				wi_http_init_request(&c->req, url, c->adapter->auth_header(c->src), c->source_id, c);
+				wi_http_init_request(&c->req, url, c->adapter->auth_header(c->src), c->source_id,
+									 c->src->api_base, c);
 			else
 				c->adapter = NULL;
 		}
@@ -466,16 +467,23 @@ fetch_done(WiHttpRequest *req, void *arg)
 	wi_stat_add(WI_STAT_FETCH_ERRORS, 1);
 	if (status == 429 || status == 503)
 	{
-		/* the source asked us to slow down: a window for all its objects */
-		double		wait = req->retry_after_s >= 0 ? (double) req->retry_after_s : -1;
+		/*
+		 * The source asked us to slow down: a window for all its objects
+		 * (sweeps included), and the claim is deferred to the window's end
+		 * without counting an attempt.  Throttling says nothing about the
+		 * event, so however long it lasts it never quarantines one.
+		 */
+		double		wait = req->retry_after_s >= 0 ? (double) req->retry_after_s : 1.0;
 
 		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
-		wi_rate_slow_down(r, GetCurrentTimestamp() +
-						  (TimestampTz) ((wait >= 0 ? wait : 1.0) * USECS_PER_SEC));
-		give_back(rd->steps, c->token, GIVE_RETRY,
-				  psprintf("http %ld: the read API asked to retry later%s", status,
-						   wait >= 0 ? psprintf(" (Retry-After %.0f s)", wait) : ""), wait, 0);
+		wi_rate_slow_down(r, GetCurrentTimestamp() + (TimestampTz) (wait * USECS_PER_SEC));
+		give_back(rd->steps, c->token, GIVE_DEFER,
+				  psprintf("rate_limited: http %ld from the read API%s", status,
+						   req->retry_after_s >= 0 ? psprintf(" (Retry-After %.0f s)", wait) : ""),
+				  wait, 0);
 	}
+	else if (req->refused)
+		give_back(rd->steps, c->token, GIVE_QUARANTINE, psprintf("refused_url: %s", req->error), 0, 0);
 	else if (status == 401 || status == 403)
 		give_back(rd->steps, c->token, GIVE_AUTH, NULL, 0, (int) status);
 	else if (status == 0 || status >= 500)

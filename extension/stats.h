@@ -33,6 +33,7 @@ typedef enum WiStat
 	WI_STAT_SWEEPS_FAILED,
 	WI_STAT_REPAIRS,
 	WI_STAT_ERRORS,
+	WI_STAT_REFUSED,			/* requests not sent: URL off the source's origin */
 	WI_STAT__COUNT
 } WiStat;
 

@@ -32,6 +32,7 @@
 #include "utils/timestamp.h"
 
 #include "provider.h"
+#include "ratelimit.h"
 #include "stats.h"
 #include "step.h"
 #include "sweep.h"
@@ -282,14 +283,33 @@ finish_step(void *arg)
 
 /* ---------- one run ---------- */
 
-/* One GET, synchronously; false if interrupted (SIGTERM). */
+/*
+ * One GET, synchronously; false if interrupted (SIGTERM).  Inside the
+ * source's Retry-After window (ratelimit.c) nothing is sent and req->error
+ * says so; a 429 or 503 answer opens that window, as a fetch's does.
+ */
 static bool
 http_get(WiHttpRequest *req, char *url, Sweep *s)
 {
-	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, NULL);
+	WiRate	   *r = wi_rate_for(s->source_id);
+
+	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, s->src->api_base, NULL);
+	if (GetCurrentTimestamp() < r->not_before)
+	{
+		req->error = pstrdup("rate_limited: inside the source's Retry-After window");
+		return true;
+	}
 	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
 		return false;
 	wi_stat_latency(req->elapsed_ms);
+	if (req->status == 429 || req->status == 503)
+	{
+		double		wait = req->retry_after_s >= 0 ? (double) req->retry_after_s : 1.0;
+
+		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
+		wi_rate_slow_down(r, GetCurrentTimestamp() + (TimestampTz) (wait * USECS_PER_SEC));
+		req->error = psprintf("rate_limited: http %ld (Retry-After %.0f s)", req->status, wait);
+	}
 	return true;
 }
 
@@ -431,7 +451,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 		}
 		if (req.status != 200)
 		{
-			s.error = req.status == 0
+			s.error = req.error != NULL || req.status == 0
 				? psprintf("listing failed: %s", req.error ? req.error : "transport error")
 				: psprintf("listing answered http %ld", req.status);
 			break;
@@ -543,7 +563,12 @@ wi_sweep_due(const WiSteps *steps)
 	if (wi_step_run(steps, targets_step, &tg) != NULL)
 		return;
 	for (int i = 0; i < tg.n && !wi_steps_stopping(steps); i++)
+	{
+		/* a source inside its Retry-After window is swept once it ends */
+		if (GetCurrentTimestamp() < wi_rate_for(tg.source_ids[i])->not_before)
+			continue;
 		(void) wi_sweep_run(steps, tg.source_ids[i], tg.types[i], tg.layers[i], "schedule");
+	}
 }
 
 /* ---------- sweep_now ---------- */

@@ -34,6 +34,7 @@ void
 _PG_init(void)
 {
 	wi_guc_init(process_shared_preload_libraries_in_progress);
+	wi_machine_init();
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

@@ -37,9 +37,12 @@ extern int	wi_full_sweep_interval_s;
 extern int	wi_sweep_overlap_s;
 extern int	wi_naptime_ms;
 extern int	wi_fetch_delay_ms;
+extern int	wi_tombstone_confirm_delay_s;
+extern int	wi_debug_machines_load_lock;
 extern char *wi_effects_fault;
 
 extern void wi_guc_init(bool preloading);
+extern void wi_machine_init(void);
 
 /*
  * Shared state (wake.c): where the background worker waits, so that a

@@ -190,10 +190,13 @@ CREATE TABLE @extschema@.objects (
 	fence_token		bigint,
 	last_event_id	bigint,
 	updated_at		timestamptz NOT NULL DEFAULT now(),
+	tombstone_pending_since timestamptz,
 	PRIMARY KEY (source_id, object_type, object_id)
 );
 COMMENT ON TABLE @extschema@.objects IS
 	'The mirror: the latest known state of each provider object.';
+COMMENT ON COLUMN @extschema@.objects.tombstone_pending_since IS
+	'When a read API first answered 404/410 for the object: the tombstone is saved only when a second such answer comes at least webhook_inbox.tombstone_confirm_delay later, and any save of a present version clears this. NULL: no unconfirmed 404.';
 COMMENT ON COLUMN @extschema@.objects.fence_token IS
 	'Highest claim token that saved this object; saves under an older token are fenced.';
 

@@ -454,9 +454,13 @@ BEGIN
 	IF p_action = 'lookup' THEN
 		v_outcome := CASE WHEN p_transport = 'ok' AND p_http_status = 200 THEN 'done'
 						WHEN p_transport = 'ok' AND p_http_status = 404 THEN 'pending'
+						/* the outcome stays unknown, and no lookup can tell: a person decides */
+						WHEN p_transport = 'refused' THEN 'quarantined'
 						ELSE 'uncertain' END;
 	ELSE
-		v_outcome := CASE WHEN p_transport = 'not_sent' THEN 'pending'
+		/* refused: never sent, and never will be (its URL is not the source's) */
+		v_outcome := CASE WHEN p_transport = 'refused' THEN 'failed'
+						WHEN p_transport = 'not_sent' THEN 'pending'
 						WHEN p_transport <> 'ok' THEN 'uncertain'
 						WHEN p_http_status BETWEEN 200 AND 299 THEN 'done'
 						WHEN p_http_status IN (409, 429) THEN 'pending'

@@ -505,12 +505,43 @@ DECLARE
 	doc jsonb;
 	obj jsonb;
 	res text;
+	confirm interval;
+	since timestamptz;
+	was_deleted boolean;
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases x WHERE x.token = p_token) THEN
 		RETURN 'fenced';
 	END IF;
 	IF p_http IN (404, 410) THEN
-		res := webhook_inbox._save_present(p_token, NULL, true, NULL, NULL, format('fetch: http %s', p_http));
+		/*
+		 * A read API's 404 may come from a wrong api_base or a proxy, so it
+		 * is only believed twice: the first one is noted and the claim
+		 * waits, without an attempt, tombstone_confirm_delay; the fetch
+		 * after that saves the tombstone if it answers 404 again.  A save
+		 * of a present version in between clears the note.
+		 */
+		confirm := coalesce(pg_catalog.current_setting('webhook_inbox.tombstone_confirm_delay', true),
+							'60s')::interval;
+		SELECT o.tombstone_pending_since, o.deleted INTO since, was_deleted
+		  FROM webhook_inbox.object_leases l JOIN webhook_inbox.objects o
+			ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id
+		 WHERE l.token = p_token;
+		IF NOT coalesce(was_deleted, false) AND (since IS NULL OR since + confirm > now())
+		   AND confirm > interval '0' THEN
+			IF since IS NULL THEN
+				since := now();
+				INSERT INTO webhook_inbox.objects AS o (source_id, object_type, object_id, tombstone_pending_since)
+				SELECT l.source_id, l.object_type, l.object_id, since
+				  FROM webhook_inbox.object_leases l WHERE l.token = p_token
+				ON CONFLICT (source_id, object_type, object_id) DO UPDATE SET tombstone_pending_since = since;
+			END IF;
+			PERFORM webhook_inbox._defer(p_token, since + confirm,
+				pg_catalog.format('tombstone_unconfirmed: http %s from the read API; believed if a fetch after %s answers it again',
+					   p_http, confirm));
+			RETURN 'deferred';
+		END IF;
+		res := webhook_inbox._save_present(p_token, NULL, true, NULL, NULL,
+			pg_catalog.format('fetch: http %s%s', p_http, CASE WHEN since IS NOT NULL THEN ', confirmed' ELSE '' END));
 	ELSE
 		BEGIN
 			doc := p_body::jsonb;
@@ -1037,7 +1068,7 @@ CREATE FUNCTION @extschema@.worker_stats(
 	OUT tombstones bigint, OUT retries bigint, OUT quarantined bigint, OUT unorderable bigint,
 	OUT fenced bigint, OUT deferred bigint, OUT rate_limited bigint, OUT auth_refused bigint,
 	OUT sweeps bigint, OUT sweeps_failed bigint, OUT repairs bigint, OUT errors bigint,
-	OUT fetch_latency_avg_ms double precision, OUT fetch_latency_max_ms double precision)
+	OUT refused bigint, OUT fetch_latency_avg_ms double precision, OUT fetch_latency_max_ms double precision)
 AS 'MODULE_PATHNAME', 'wi_worker_stats'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.worker_stats() IS

@@ -3,7 +3,8 @@
  *		A read API described by the source's settings, for providers without
  *		an adapter of their own:
  *
- *		  fetch_url    "/objects/{type}/{id}" (relative to api_base, or absolute)
+ *		  fetch_url    "/objects/{type}/{id}" (relative to api_base, or absolute
+ *		               on api_base's scheme, host and port: fetch.c refuses others)
  *		  list_url     "/objects/{type}?since={since}&after={cursor}"
  *		  auth_header  header name, default Authorization
  *		  auth_format  default "Bearer {token}"

@@ -2,7 +2,7 @@
 # 301_worker_fetch.pl
 #	The worker against webhook-sim's read API, one behaviour at a time:
 #	coalescing (a burst of 50 events costs at most 2 fetches), 404 is a
-#	tombstone and is not retried, 429 with Retry-After: 2 keeps the whole
+#	tombstone once a second 404 confirms it, and is not retried, 429 with Retry-After: 2 keeps the whole
 #	source quiet for 2 s, 5xx is retried then quarantined after
 #	max_attempts, 401 quarantines and flags the source, a lost update is
 #	fenced after lease expiry, a version tie is resolved by a fetch (or
@@ -84,12 +84,12 @@ is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_inbox.inbox WHERE 
 my ($sub0) = grep { $_->{id} eq $subs[0] } @{ $truth->{objects} };
 is(object_row($subs[0]), "$sub0->{status}|f", 'the mirror holds the fetched status');
 
-# --- 404: a tombstone, not an error, never retried
+# --- 404: a tombstone once a second 404 confirms it, not an error, never retried
 intake_subs('sub_doesnotexist');
 wait_drained($node, '404');
-is(event_row('sub_doesnotexist'), 'done|0|fetched: tombstone', '404 completes the event as a tombstone');
+is(event_row('sub_doesnotexist'), 'done|0|fetched: tombstone', '404 twice completes the event as a tombstone');
 is(object_row('sub_doesnotexist'), '|t', 'the object is mirrored as deleted');
-is(fetches('sub_doesnotexist'), 1, 'the 404 was not retried');
+is(fetches('sub_doesnotexist'), 2, 'the 404 was confirmed once (tombstone_confirm_delay), not retried');
 
 # --- 429 with Retry-After: 2: nothing goes to the source inside the window
 http_json('POST', "$sim->{url}/_sim/counters/reset");

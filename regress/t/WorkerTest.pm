@@ -39,6 +39,7 @@ webhook_inbox.naptime = 200ms
 webhook_inbox.sweep_interval = 0
 webhook_inbox.full_sweep_interval = 0
 webhook_inbox.http_timeout = 5s
+webhook_inbox.tombstone_confirm_delay = 1s
 log_min_messages = log
 } . ($extra // ''));
 	$node->start;

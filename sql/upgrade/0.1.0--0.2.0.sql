@@ -184,3 +184,15 @@ CREATE TRIGGER effects_notify_insert AFTER INSERT ON @extschema@.effects
 	REFERENCING NEW TABLE AS new_effects FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._effects_notify();
 CREATE TRIGGER effects_notify_update AFTER UPDATE ON @extschema@.effects
 	REFERENCING NEW TABLE AS new_effects FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._effects_notify();
+
+-- worker_stats() gained a column (refused: requests not sent because their
+-- URL was not on the source's api_base origin); it and its view are
+-- re-created from the fragments.
+DROP VIEW @extschema@.worker_counters;
+DROP FUNCTION @extschema@.worker_stats();
+
+-- objects.tombstone_pending_since: a read API's 404 is a tombstone only
+-- once a second one confirms it.
+ALTER TABLE @extschema@.objects ADD COLUMN tombstone_pending_since timestamptz;
+COMMENT ON COLUMN @extschema@.objects.tombstone_pending_since IS
+	'When a read API first answered 404/410 for the object: the tombstone is saved only when a second such answer comes at least webhook_inbox.tombstone_confirm_delay later, and any save of a present version clears this. NULL: no unconfirmed 404.';

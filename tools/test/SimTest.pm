@@ -108,7 +108,8 @@ sub stop_proc
 	return $rc;
 }
 
-# start_sink(%opts): tools/test/sink.pl; opts fail_first, fail_status.
+# start_sink(%opts): tools/test/sink.pl; opts fail_first, fail_status, addr
+# (another loopback address), reply (a file with the answer to give).
 sub start_sink
 {
 	my (%opt) = @_;
@@ -117,9 +118,11 @@ sub start_sink
 	my @cmd = ($^X, 'tools/test/sink.pl', '--out', $file);
 	push @cmd, '--fail-first', $opt{fail_first} if $opt{fail_first};
 	push @cmd, '--fail-status', $opt{fail_status} if $opt{fail_status};
+	push @cmd, '--addr', $opt{addr} if $opt{addr};
+	push @cmd, '--reply', $opt{reply} if $opt{reply};
 	my $p = _start_listening(\@cmd, 'sink');
 	$p->{file} = $file;
-	$p->{url} = "http://127.0.0.1:$p->{port}";
+	$p->{url} = 'http://' . ($opt{addr} // '127.0.0.1') . ":$p->{port}";
 	return $p;
 }
 

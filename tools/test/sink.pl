@@ -6,10 +6,14 @@
 #	(IO::Select), answers every request, and appends one JSON line per
 #	request to --out: {"n","method","path","headers":{lowercased},"body_b64"}.
 #
-#	perl sink.pl --out FILE [--port 0] [--fail-first N] [--fail-status 503]
+#	perl sink.pl --out FILE [--port 0] [--addr 127.0.0.1] [--fail-first N]
+#		[--fail-status 503] [--reply FILE]
 #
 #	Prints "listening on PORT" when ready.  --fail-first N answers the first
-#	N requests with --fail-status (default 500), the rest 200.
+#	N requests with --fail-status (default 500), the rest 200.  --reply FILE
+#	(read again for each request, so a test can change it) is a JSON object
+#	{"status": 200, "headers": {"Name": "value"}, "body": "..."} to answer
+#	with instead.
 #
 use strict;
 use warnings;
@@ -19,16 +23,18 @@ use IO::Socket::INET;
 use JSON::PP;
 use MIME::Base64;
 
-my ($out, $port, $fail_first, $fail_status) = (undef, 0, 0, 500);
+my ($out, $port, $fail_first, $fail_status, $addr, $reply) = (undef, 0, 0, 500, '127.0.0.1', undef);
 GetOptions(
 	'out=s'         => \$out,
 	'port=i'        => \$port,
+	'addr=s'        => \$addr,
+	'reply=s'       => \$reply,
 	'fail-first=i'  => \$fail_first,
 	'fail-status=i' => \$fail_status) or die "usage: sink.pl --out FILE\n";
 die "sink.pl: --out is required\n" unless defined $out;
 
 my $listen = IO::Socket::INET->new(
-	LocalAddr => '127.0.0.1',
+	LocalAddr => $addr,
 	LocalPort => $port,
 	Listen    => 128,
 	ReuseAddr => 1) or die "sink.pl: listen: $!\n";
@@ -85,7 +91,16 @@ while (1)
 				headers => \%h, body_b64 => encode_base64($body, '') }), "\n";
 			my $status = $n <= $fail_first ? $fail_status : 200;
 			my $resp = $status == 200 ? '{"ok":true}' : '{"ok":false}';
-			syswrite($s, "HTTP/1.1 $status X\r\nContent-Type: application/json\r\n"
+			my $extra = '';
+			if (defined $reply && open(my $rf, '<', $reply))
+			{
+				my $r = $json->decode(do { local $/; <$rf> });
+				close $rf;
+				$status = $r->{status} // 200;
+				$resp = $r->{body} // '';
+				$extra .= "$_: $r->{headers}{$_}\r\n" for sort keys %{ $r->{headers} // {} };
+			}
+			syswrite($s, "HTTP/1.1 $status X\r\nContent-Type: application/json\r\n$extra"
 				  . "Content-Length: " . length($resp) . "\r\n\r\n$resp");
 		}
 	}
