@@ -26,6 +26,7 @@ int			wi_naptime_ms = 1000;
 int			wi_fetch_delay_ms = 1000;
 int			wi_tombstone_confirm_delay_s = 60;
 int			wi_debug_machines_load_lock = 0;
+int			wi_sweep_lookback_s = 30 * 86400;
 char	   *wi_effects_fault = NULL;
 
 /*
@@ -90,6 +91,11 @@ wi_guc_init(bool preloading)
 							"How long after a read API's first 404/410 for an object a second one confirms the tombstone.",
 							"Until confirmed, the tombstone does not win over a newer version, so a wrong api_base or a proxy's 404 cannot delete objects for good; the object's events wait (no attempt counted) and are fetched again after this delay.",
 							&wi_tombstone_confirm_delay_s, 60, 0, 86400,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.sweep_lookback",
+							"How far back the first incremental sweep of a (source, object type) lists, without a checkpoint.",
+							"A provider with an events list uses its own window instead. Objects last changed before it are compared by the full layer.",
+							&wi_sweep_lookback_s, 30 * 86400, 60, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.debug_machines_load_lock",
 							"Test hook: transition_allowed() waits for this advisory lock between taking its snapshot and reading the machines.",

@@ -29,6 +29,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "provider.h"
@@ -403,6 +404,16 @@ repair_one(Sweep *s, Diff *d)
 		wi_stat_add(WI_STAT_REPAIRS, 1);
 }
 
+/* Copies why the pass stopped or is incomplete out of a page's context. */
+static void
+keep_reasons(Sweep *s, MemoryContext cxt)
+{
+	if (s->error != NULL && GetMemoryChunkContext(s->error) != cxt)
+		s->error = MemoryContextStrdup(cxt, s->error);
+	if (s->incomplete != NULL && GetMemoryChunkContext(s->incomplete) != cxt)
+		s->incomplete = MemoryContextStrdup(cxt, s->incomplete);
+}
+
 /*
  * Runs one sweep of (source, object type).  Returns the sweep_runs id, or 0
  * when the source has no list API for the type (nothing is recorded).  In
@@ -417,6 +428,9 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	char	   *url;
 	char	   *err;
 	int			pages = 0;
+	MemoryContext pass_cxt;
+	MemoryContext page_cxt;
+	Size		held_at_start;
 
 	memset(&s, 0, sizeof(s));
 	s.steps = steps;
@@ -435,54 +449,70 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 
 	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
 		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
+
+	/*
+	 * Each page is read, compared and repaired in a context of its own,
+	 * reset before the next: a pass holds one page at a time (its body, its
+	 * differences, their refetched bodies), never the whole listing.  What
+	 * outlives the page (the next URL, why the pass stopped) is copied out.
+	 */
+	pass_cxt = CurrentMemoryContext;
+	page_cxt = AllocSetContextCreate(pass_cxt, "webhook_inbox sweep page", ALLOCSET_DEFAULT_SIZES);
+	held_at_start = MemoryContextMemAllocated(pass_cxt, true);
 	while (url != NULL && s.error == NULL)
 	{
 		WiHttpRequest req;
+		char	   *next = NULL;
 
 		if (++pages > SWEEP_MAX_PAGES)
 		{
 			s.error = psprintf("more than %d pages", SWEEP_MAX_PAGES);
 			break;
 		}
+		MemoryContextSwitchTo(page_cxt);
 		if (!http_get(&req, url, &s))
-		{
 			s.error = pstrdup("interrupted");
-			break;
-		}
-		if (req.status != 200)
-		{
+		else if (req.status != 200)
 			s.error = req.error != NULL || req.status == 0
 				? psprintf("listing failed: %s", req.error ? req.error : "transport error")
 				: psprintf("listing answered http %ld", req.status);
-			break;
-		}
-		s.body = req.body.data;
-		if ((err = wi_step_run(steps, s.events ? events_step : page_step, &s)) != NULL)
-		{
-			s.error = psprintf("reading a page failed: %s", err);
-			break;
-		}
-		for (int i = 0; i < s.ndiffs && s.error == NULL; i++)
-		{
-			if (steps->stop_flag != NULL && wi_steps_stopping(steps))
-				s.error = pstrdup("interrupted");
-			else
-				repair_one(&s, &s.diffs[i]);
-		}
-		pfree(req.body.data);
-		/* a Link rel="next" wins; otherwise page after the last id while has_more */
-		if (req.link_next)
-			url = req.link_next;
-		else if (s.has_more && s.last_id)
-		{
-			url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, s.last_id)
-				: s.adapter->list_url(s.src, &s.type,
-									  strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, s.last_id);
-			if (url == NULL)
-				s.error = pstrdup("the list has more pages but the adapter cannot page by id");
-		}
 		else
-			url = NULL;
+		{
+			s.body = req.body.data;
+			if ((err = wi_step_run(steps, s.events ? events_step : page_step, &s)) != NULL)
+				s.error = psprintf("reading a page failed: %s", err);
+			for (int i = 0; i < s.ndiffs && s.error == NULL; i++)
+			{
+				if (steps->stop_flag != NULL && wi_steps_stopping(steps))
+					s.error = pstrdup("interrupted");
+				else
+					repair_one(&s, &s.diffs[i]);
+			}
+			/* a Link rel="next" wins; otherwise page after the last id while has_more */
+			if (s.error != NULL)
+				;
+			else if (req.link_next)
+				next = req.link_next;
+			else if (s.has_more && s.last_id)
+			{
+				next = s.events ? s.adapter->events_url(s.src, &s.type, s.since, s.last_id)
+					: s.adapter->list_url(s.src, &s.type,
+										  strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, s.last_id);
+				if (next == NULL)
+					s.error = pstrdup("the list has more pages but the adapter cannot page by id");
+			}
+		}
+		MemoryContextSwitchTo(pass_cxt);
+		pfree(url);
+		url = next ? pstrdup(next) : NULL;
+		keep_reasons(&s, pass_cxt);
+		MemoryContextReset(page_cxt);
+		s.body = NULL;
+		s.diffs = NULL;
+		s.ndiffs = 0;
+		s.last_id = NULL;
+		elog(DEBUG1, "webhook_inbox: sweep run " INT64_FORMAT " page %d done, %zu bytes held",
+			 s.run_id, pages, (size_t) (MemoryContextMemAllocated(pass_cxt, true) - held_at_start));
 	}
 
 	/* a full pass that listed everything: what the mirror has and the provider did not list */
@@ -497,9 +527,17 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 			if (steps->stop_flag != NULL && wi_steps_stopping(steps))
 				s.error = pstrdup("interrupted");
 			else
+			{
+				/* one object's refetch at a time, like one page at a time */
+				MemoryContextSwitchTo(page_cxt);
 				repair_one(&s, &d);
+				MemoryContextSwitchTo(pass_cxt);
+				keep_reasons(&s, pass_cxt);
+				MemoryContextReset(page_cxt);
+			}
 		}
 	}
+	MemoryContextDelete(page_cxt);
 
 	if (wi_step_run(steps, finish_step, &s) != NULL || s.status == NULL || strcmp(s.status, "complete") != 0)
 		wi_stat_add(WI_STAT_SWEEPS_FAILED, 1);

@@ -720,6 +720,8 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	cp timestamptz;
 	why text;
+	lookback interval;
+	start timestamptz;
 BEGIN
 	IF p_layer IS NULL OR p_layer NOT IN ('incremental', 'full') THEN
 		RAISE EXCEPTION 'unknown sweep layer "%"', p_layer
@@ -745,15 +747,28 @@ BEGIN
 						  cp, round(extract(epoch FROM p_events_window) / 86400));
 		END IF;
 	END IF;
+	/*
+	 * Without a checkpoint the first pass lists a bounded window, not from
+	 * 1970: the provider's events window, else webhook_inbox.sweep_lookback.
+	 * Objects last changed before it are the full layer's to compare.
+	 */
+	IF cp IS NULL THEN
+		lookback := coalesce(p_events_window,
+							 pg_catalog.current_setting('webhook_inbox.sweep_lookback', true)::interval,
+							 interval '30 days');
+		start := now() - lookback;
+	ELSE
+		start := cp - p_overlap;
+	END IF;
 	INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, listed_since, layer,
 										  incomplete_reason)
-	VALUES (p_source_id, p_object_type, p_trigger, cp - p_overlap, 'incremental', why)
+	VALUES (p_source_id, p_object_type, p_trigger, start, 'incremental', why)
 	RETURNING id INTO run_id;
-	since_epoch := coalesce(floor(extract(epoch FROM cp - p_overlap))::bigint, 0);
+	since_epoch := floor(extract(epoch FROM start))::bigint;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval, text, interval) IS
-	'Starts a sweep run of a layer. Incremental: from the checkpoint minus the overlap (from the beginning without one); with an events list (p_events_window not NULL) a window not covering that start makes the pass incomplete from the outset. Full: everything (since_epoch -1).';
+	'Starts a sweep run of a layer. Incremental: from the checkpoint minus the overlap (without one: the provider''s events window, else webhook_inbox.sweep_lookback, and the pass is incomplete); with an events list (p_events_window not NULL) a window not covering that start makes the pass incomplete from the outset. Full: everything (since_epoch -1).';
 
 CREATE FUNCTION @extschema@._sweep_page(p_run_id bigint, p_body text, p_items_path jsonpath,
 	p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
@@ -983,12 +998,18 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 BEGIN
+	/*
+	 * A difference skipped because a claim held its object was not
+	 * compared: the checkpoint stays, so the next pass lists it again.
+	 */
 	UPDATE webhook_inbox.sweep_runs x
 	   SET status = CASE WHEN p_error IS NOT NULL OR x.errors > 0 THEN 'failed'
-						 WHEN p_incomplete IS NOT NULL OR x.incomplete_reason IS NOT NULL THEN 'incomplete'
+						 WHEN p_incomplete IS NOT NULL OR x.incomplete_reason IS NOT NULL OR x.skipped > 0
+						 THEN 'incomplete'
 						 ELSE 'complete' END,
 		   error = coalesce(p_error, CASE WHEN x.errors > 0 THEN format('%s repairs failed', x.errors) END),
-		   incomplete_reason = coalesce(x.incomplete_reason, p_incomplete),
+		   incomplete_reason = coalesce(x.incomplete_reason, p_incomplete,
+				CASE WHEN x.skipped > 0 THEN format('%s differences were skipped (a live claim held the object); the next pass compares them again', x.skipped) END),
 		   finished_at = clock_timestamp()
 	 WHERE x.id = p_run_id
 	RETURNING * INTO w;
@@ -1009,7 +1030,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_finish(bigint, text, text) IS
-	'Ends a sweep run: complete (the layer''s checkpoint moves to the run''s start; a full pass moves the incremental one too), incomplete (could not compare everything: the reason is kept, the checkpoint stays) or failed (checkpoint stays).';
+	'Ends a sweep run: complete (the layer''s checkpoint moves to the run''s start; a full pass moves the incremental one too), incomplete (could not compare everything, a skipped difference included: the reason is kept, the checkpoint stays) or failed (checkpoint stays).';
 
 CREATE FUNCTION @extschema@._sweep_now(source text, object_type text, layer text)
 RETURNS bigint

@@ -20,7 +20,8 @@ webhook_inbox.fetch_delay = 0
 webhook_inbox.tombstone_confirm_delay = 3s
 });
 my $sim = start_sim('--seed', '9', '--objects', '40', '--events', '100', '--shopify', 'shop:shpss_t');
-add_source($node, 'shop', 'shopify', 'shpss_t', $sim->{url});
+$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_t', "
+	  . "api_base => '$sim->{url}', settings => '{\"api_version\": \"2025-10\"}')");
 my $truth = sim_truth($sim);
 my @orders = grep { $_->{type} eq 'order' && !$_->{deleted} } @{ $truth->{objects} };
 cmp_ok(scalar @orders, '>=', 3, 'three live orders in the scenario');
@@ -35,7 +36,7 @@ sub fault_404
 {
 	my ($oid, $count) = @_;
 	my ($st) = http_json('POST', "$sim->{url}/_sim/faults", {
-		content => qq({"status":404,"path_prefix":"/admin/api/2024-01/orders/$oid","count":$count}),
+		content => qq({"status":404,"path_prefix":"/admin/api/2025-10/orders/$oid","count":$count}),
 		headers => { 'Content-Type' => 'application/json' } });
 	is($st, 200, "a 404 for order $oid, $count time(s)");
 }
