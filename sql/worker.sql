@@ -274,7 +274,8 @@ BEGIN
 	upd AS (
 		UPDATE webhook_inbox.objects x
 		   SET status = f.st, state = coalesce(f.state, x.state), last_event_id = f.id,
-			   fence_token = greatest(x.fence_token, f.claim_token), deleted = false, updated_at = now()
+			   fence_token = greatest(x.fence_token, f.claim_token), deleted = false, updated_at = now(),
+			   tombstone_pending_since = NULL
 		  FROM last f
 		 WHERE x.source_id = f.source_id AND x.object_type = f.object_type AND x.object_id = f.object_id),
 	tr AS (
@@ -356,7 +357,7 @@ BEGIN
 		UPDATE webhook_inbox.objects x
 		   SET status = f.st, version = f.ver, state = f.state, deleted = f.del,
 			   fence_token = greatest(x.fence_token, f.claim_token), last_event_id = coalesce(f.last_id, x.last_event_id),
-			   updated_at = now()
+			   updated_at = now(), tombstone_pending_since = NULL
 		  FROM last f
 		 WHERE x.source_id = f.source_id AND x.object_type = f.object_type AND x.object_id = f.object_id),
 	tr AS (
@@ -481,7 +482,7 @@ BEGIN
 		 WHERE o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id;
 		UPDATE webhook_inbox.objects o
 		   SET status = coalesce(st, o.status), state = p_object, deleted = false,
-			   fence_token = greatest(o.fence_token, p_token), updated_at = now()
+			   fence_token = greatest(o.fence_token, p_token), updated_at = now(), tombstone_pending_since = NULL
 		 WHERE o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id;
 		IF st IS NOT NULL AND st IS DISTINCT FROM old_status THEN
 			INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
