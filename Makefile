@@ -47,7 +47,7 @@ TAP_TESTS = 1
 PROVE_TESTS ?= $(sort $(wildcard regress/t/*.pl))
 PROVE_FLAGS = --timer
 EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES) \
-	$(EXTENSION)-*.zip
+	$(EXTENSION)-*.zip extension/fuzz/fuzz-intake extension/fuzz/corpus
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
@@ -84,7 +84,7 @@ all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
 install: install-subdirs install-man
 clean: clean-subdirs
 
-.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz print-sql-parts dist deb \
+.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz fuzz-intake print-sql-parts dist deb \
 	installcheck-regress installcheck-isolation installcheck-tap
 subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
@@ -129,5 +129,18 @@ run:
 	@scripts/run.sh
 bench:
 	@scripts/bench.sh
-fuzz:
+fuzz: fuzz-intake
 	@if [ -d receiver/fuzz ]; then $(MAKE) -C receiver fuzz-run; fi
+
+# intake()'s reading of ids and types, without a server (extension/fuzz/)
+FUZZ_TIME ?= 60
+extension/fuzz/fuzz-intake: extension/fuzz/fuzz_intake.c extension/intake_ids.c extension/intake_ids.h
+	clang -g -O1 -fsanitize=fuzzer,address,undefined -Wall -Wextra -Werror -Wno-unused-parameter \
+		-Wno-missing-field-initializers -Wno-sign-compare -Wno-ignored-attributes -DFRONTEND \
+		-I$(shell $(PG_CONFIG) --includedir-server) -Iextension -o $@ \
+		extension/fuzz/fuzz_intake.c extension/intake_ids.c \
+		-L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport
+fuzz-intake: extension/fuzz/fuzz-intake
+	mkdir -p extension/fuzz/corpus
+	ASAN_OPTIONS=detect_leaks=0 ./extension/fuzz/fuzz-intake -max_total_time=$(FUZZ_TIME) -max_len=4096 \
+		-print_final_stats=1 extension/fuzz/corpus extension/fuzz/seeds

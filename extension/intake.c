@@ -50,12 +50,12 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "intake_ids.h"
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_intake);
 PG_FUNCTION_INFO_V1(wi_intake_batch);
 
-#define MAX_PATH_KEYS	4
 #define MAX_REASON_LEN	200
 
 /* Limits on what a delivery may carry; each is named in its refusal. */
@@ -65,39 +65,6 @@ PG_FUNCTION_INFO_V1(wi_intake_batch);
 #define MAX_NUM_DIGITS	10000	/* digits of one JSON number */
 #define MAX_NUM_EXP		1000	/* magnitude of its exponent */
 
-/*
- * Where a kind keeps its ids.  Header names are lowercase; body paths are
- * key paths from the top-level object.  The first present alternative wins.
- * body_only marks schemes whose signature covers the body alone, with no
- * timestamp: their ids travel unsigned, so a replay is recognised by the
- * body's digest.
- */
-typedef struct KindLayout
-{
-	const char *kind;
-	const char *id_headers[3];
-	const char *id_path[MAX_PATH_KEYS];
-	const char *type_header;
-	const char *type_paths[2][MAX_PATH_KEYS];
-	const char *type_suffix_path[MAX_PATH_KEYS];	/* appended as ".value" */
-	const char *correlation_header;
-	bool		body_only;
-} KindLayout;
-
-static const KindLayout kind_layouts[] = {
-	{"stripe", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL, false},
-	{"standard", {"webhook-id", "svix-id"}, {NULL}, NULL, {{"type"}}, {NULL}, NULL, false},
-	{"shopify", {"x-shopify-webhook-id"}, {NULL}, "x-shopify-topic", {{NULL}}, {NULL},
-	"x-shopify-event-id", true},
-	{"github", {"x-github-delivery"}, {NULL}, "x-github-event", {{NULL}}, {"action"}, NULL, true},
-	{"razorpay", {"x-razorpay-event-id"}, {NULL}, NULL, {{"event"}}, {NULL}, NULL, true},
-	{"slack", {NULL}, {"event_id"}, NULL, {{"event", "type"}, {"type"}}, {NULL}, NULL, false},
-	{"paddle", {NULL}, {"event_id"}, NULL, {{"event_type"}}, {NULL}, NULL, false},
-	{"checkout", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL, true},
-	/* hmac: read from the source's settings, see read_ids(); body-only without a timestamp */
-	{"hmac", {NULL}, {NULL}, NULL, {{NULL}}, {NULL}, NULL, true},
-};
-
 /* The source row intake needs. */
 typedef struct SourceInfo
 {
@@ -106,7 +73,7 @@ typedef struct SourceInfo
 	char	   *kind;
 	bool		enabled;
 	Jsonb	   *settings;
-	const KindLayout *layout;
+	const WiKindLayout *layout;
 	Datum		replay_window;	/* interval; valid only if replay */
 	bool		replay;			/* digests refuse replays for this source */
 } SourceInfo;
@@ -230,26 +197,21 @@ prepare_plans(void)
 	}
 }
 
-static const KindLayout *
+static const WiKindLayout *
 layout_for(const char *kind)
 {
-	for (int i = 0; i < lengthof(kind_layouts); i++)
-		if (strcmp(kind_layouts[i].kind, kind) == 0)
-			return &kind_layouts[i];
-	elog(ERROR, "webhook_inbox: no layout for kind \"%s\"", kind);
-	return NULL;				/* keep compiler quiet */
+	const WiKindLayout *layout = wi_kind_layout(kind);
+
+	if (layout == NULL)
+		elog(ERROR, "webhook_inbox: no layout for kind \"%s\"", kind);
+	return layout;
 }
 
-/* Case-insensitive header lookup over the name/value arrays. */
+/* Case-insensitive header lookup over the row's name/value arrays. */
 static char *
 header_get(Row *r, const char *name)
 {
-	if (name == NULL)
-		return NULL;
-	for (int i = 0; i < r->nheaders; i++)
-		if (pg_strcasecmp(r->hnames[i], name) == 0)
-			return r->hvalues[i];
-	return NULL;
+	return wi_header_get(r->hnames, r->hvalues, r->nheaders, name);
 }
 
 /*
@@ -257,20 +219,21 @@ header_get(Row *r, const char *name)
  * missing, the value is null, or it is an object or array.
  */
 static char *
-jsonb_path_text(Jsonb *jb, const char *const *path)
+jsonb_path_text(void *body, const char *const *path)
 {
+	Jsonb	   *jb = (Jsonb *) body;
 	JsonbContainer *c = &jb->root;
 	JsonbValue	v;
 	JsonbValue *cur = NULL;
 
 	if (path[0] == NULL || !JB_ROOT_IS_OBJECT(jb))
 		return NULL;
-	for (int i = 0; i < MAX_PATH_KEYS && path[i] != NULL; i++)
+	for (int i = 0; i < WI_MAX_PATH_KEYS && path[i] != NULL; i++)
 	{
 		cur = getKeyJsonValueFromContainer(c, path[i], strlen(path[i]), &v);
 		if (cur == NULL)
 			return NULL;
-		if (i + 1 < MAX_PATH_KEYS && path[i + 1] != NULL)
+		if (i + 1 < WI_MAX_PATH_KEYS && path[i + 1] != NULL)
 		{
 			if (cur->type != jbvBinary || !JsonContainerIsObject(cur->val.binary.data))
 				return NULL;
@@ -291,35 +254,10 @@ jsonb_path_text(Jsonb *jb, const char *const *path)
 	}
 }
 
-/*
- * Split a dotted key path from an hmac source's settings ("data.id") into at
- * most MAX_PATH_KEYS keys.  Returns false for an empty or too deep path.
- */
-static bool
-split_key_path(const char *dotted, const char **keys)
-{
-	char	   *copy;
-	char	   *tok;
-	char	   *save = NULL;
-	int			n = 0;
-
-	memset(keys, 0, sizeof(char *) * MAX_PATH_KEYS);
-	if (dotted == NULL || dotted[0] == '\0')
-		return false;
-	copy = pstrdup(dotted);
-	for (tok = strtok_r(copy, ".", &save); tok != NULL; tok = strtok_r(NULL, ".", &save))
-	{
-		if (n == MAX_PATH_KEYS)
-			return false;
-		keys[n++] = tok;
-	}
-	return n > 0;
-}
-
 static char *
 settings_text(Jsonb *settings, const char *key)
 {
-	const char *path[MAX_PATH_KEYS] = {key};
+	const char *path[WI_MAX_PATH_KEYS] = {key};
 
 	return settings ? jsonb_path_text(settings, path) : NULL;
 }
@@ -441,36 +379,28 @@ static void
 read_ids(Row *r)
 {
 	SourceInfo *src = r->src;
-	const KindLayout *layout = src->layout;
+	const WiKindLayout *layout = src->layout;
 	int			len = VARSIZE_ANY_EXHDR(r->body);
 	char	   *data = VARDATA_ANY(r->body);
 	char	   *text;
 	char	   *why = NULL;
 	int			enc = GetDatabaseEncoding();
-	const char *id_path[MAX_PATH_KEYS];
-	const char *type_path[MAX_PATH_KEYS];
-	bool		hmac = strcmp(layout->kind, "hmac") == 0;
+	WiIdPlaces	hmac = {NULL, NULL, NULL, NULL};
+	const WiIdPlaces *places = NULL;
 
-	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && r->event_id == NULL; i++)
-		r->event_id = header_get(r, layout->id_headers[i]);
-	if (layout->type_header)
-		r->event_type = header_get(r, layout->type_header);
-	r->correlation_id = header_get(r, layout->correlation_header);
-	if (hmac)
+	if (strcmp(layout->kind, "hmac") == 0)
 	{
-		char	   *h = settings_text(src->settings, "event_id_header");
-
-		if (h)
-			r->event_id = header_get(r, h);
-		h = settings_text(src->settings, "event_type_header");
-		if (h)
-			r->event_type = header_get(r, h);
+		hmac.event_id_header = settings_text(src->settings, "event_id_header");
+		hmac.event_type_header = settings_text(src->settings, "event_type_header");
+		hmac.event_id_path = settings_text(src->settings, "event_id_path");
+		hmac.event_type_path = settings_text(src->settings, "event_type_path");
+		places = &hmac;
 	}
+	wi_ids_from_headers(layout, places, r->hnames, r->hvalues, r->nheaders, &r->event_id, &r->event_type);
+	r->correlation_id = header_get(r, layout->correlation_header);
 
-	if (memchr(data, '\0', len) != NULL)
-		why = pstrdup("invalid_json: body contains a NUL byte");
-	else if (!pg_verify_mbstr(PG_UTF8, data, len, true))
-		why = pstrdup("invalid_utf8: body is not valid UTF-8");
+	if ((why = (char *) wi_body_unreadable(data, len)) != NULL)
+		why = pstrdup(why);
 	else if (len > MAX_JSON_BYTES)
 		why = psprintf("too_large: bodies over %d MB are kept raw, not parsed",
 					   MAX_JSON_BYTES / (1024 * 1024));
@@ -490,27 +420,7 @@ read_ids(Row *r)
 	}
 
 	/* the stable event id and the type, where the body holds them */
-	if (r->event_id == NULL && layout->id_path[0] != NULL)
-		r->event_id = jsonb_path_text(r->payload, layout->id_path);
-	for (int i = 0; i < 2 && r->event_type == NULL && layout->type_paths[i][0] != NULL; i++)
-		r->event_type = jsonb_path_text(r->payload, layout->type_paths[i]);
-	if (hmac)
-	{
-		char	   *p = settings_text(src->settings, "event_id_path");
-
-		if (r->event_id == NULL && p && split_key_path(p, id_path))
-			r->event_id = jsonb_path_text(r->payload, id_path);
-		p = settings_text(src->settings, "event_type_path");
-		if (r->event_type == NULL && p && split_key_path(p, type_path))
-			r->event_type = jsonb_path_text(r->payload, type_path);
-	}
-	if (r->event_type != NULL && layout->type_suffix_path[0] != NULL)
-	{
-		char	   *suffix = jsonb_path_text(r->payload, layout->type_suffix_path);
-
-		if (suffix)
-			r->event_type = psprintf("%s.%s", r->event_type, suffix);
-	}
+	wi_ids_from_body(layout, places, jsonb_path_text, r->payload, &r->event_id, &r->event_type);
 }
 
 /* Is the body readable and identified, so that the routes can decide it? */
@@ -527,6 +437,8 @@ needs_route(Row *r)
 static void
 check_ids(Row *r)
 {
+	const char *why;
+
 	if (r->event_id != NULL && r->event_id[0] == '\0')
 		r->event_id = NULL;
 	if (r->event_type != NULL && r->event_type[0] == '\0')
@@ -554,10 +466,9 @@ check_ids(Row *r)
 	}
 	if (r->reason != NULL)
 		return;
-	if (r->event_id == NULL)
-		r->reason = pstrdup("missing_event_id: no event id where this kind keeps it");
-	else if (r->event_type == NULL)
-		r->reason = pstrdup("missing_event_type: no event type where this kind keeps it");
+	why = wi_ids_missing(&r->event_id, &r->event_type);
+	if (why != NULL)
+		r->reason = pstrdup(why);
 }
 
 /* ---------------------------------------------------------------------

@@ -86,6 +86,10 @@ typedef struct Sweep
 	/* full passes: the mirror's objects the listing did not name */
 	char	  **missing;
 	int			nmissing;
+	/* what the previous pass skipped under a live claim, read by id first */
+	char	  **retry;
+	int			nretry;
+	const char *skip_id;		/* the difference being recorded as skipped */
 } Sweep;
 
 static Datum
@@ -211,6 +215,32 @@ missing_step(void *arg)
 	for (int i = 0; i < s->nmissing; i++)
 		s->missing[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
 															  SPI_tuptable->tupdesc, 1));
+}
+
+static void
+skip_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[2] = {INT8OID, TEXTOID};
+	Datum		v[2] = {Int64GetDatum(s->run_id), CStringGetTextDatum(s->skip_id)};
+
+	wi_spi_exec("SELECT webhook_inbox._sweep_skip($1, $2)", 2, t, v, NULL, SPI_OK_SELECT);
+}
+
+static void
+retry_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(s->run_id)};
+
+	wi_spi_exec("SELECT webhook_inbox._sweep_retry_ids($1)", 1, t, v, NULL, SPI_OK_SELECT);
+	s->nretry = (int) SPI_processed;
+	s->retry = MemoryContextAlloc(cxt, sizeof(char *) * Max(s->nretry, 1));
+	for (int i = 0; i < s->nretry; i++)
+		s->retry[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
+															SPI_tuptable->tupdesc, 1));
 }
 
 static void
@@ -346,6 +376,20 @@ repair_one(Sweep *s, Diff *d)
 		if (s->token == 0)
 		{
 			count_unrepaired(s, 1, 0);	/* a live claim holds it */
+
+			/*
+			 * The claim may save something older than the listing: the
+			 * next pass reads the object by id first, so the checkpoint
+			 * can move on.  Without a read by id it must list it again.
+			 */
+			if (s->adapter->object_url(s->src, &s->type, d->object_id) != NULL)
+			{
+				s->skip_id = d->object_id;
+				if (wi_step_run(s->steps, skip_step, s) != NULL && s->error == NULL)
+					s->error = pstrdup("recording a skipped difference failed");
+			}
+			else if (s->incomplete == NULL)
+				s->incomplete = pstrdup("a live claim held an object and the provider has no read by id: the next pass lists it again");
 			return;
 		}
 		/*
@@ -447,9 +491,6 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	pgstat_report_activity(STATE_RUNNING, "sweeping");
 	wi_stat_add(WI_STAT_SWEEPS, 1);
 
-	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
-		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
-
 	/*
 	 * Each page is read, compared and repaired in a context of its own,
 	 * reset before the next: a pass holds one page at a time (its body, its
@@ -458,6 +499,28 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	 */
 	pass_cxt = CurrentMemoryContext;
 	page_cxt = AllocSetContextCreate(pass_cxt, "webhook_inbox sweep page", ALLOCSET_DEFAULT_SIZES);
+
+	/* first what the previous pass skipped under a live claim, by id */
+	if (!s.type.occurrence && (err = wi_step_run(steps, retry_step, &s)) != NULL)
+		s.error = psprintf("reading the skipped objects failed: %s", err);
+	for (int i = 0; i < s.nretry && s.error == NULL; i++)
+	{
+		Diff		d = {s.retry[i], NULL, false};
+
+		if (steps->stop_flag != NULL && wi_steps_stopping(steps))
+			s.error = pstrdup("interrupted");
+		else
+		{
+			MemoryContextSwitchTo(page_cxt);
+			repair_one(&s, &d);
+			MemoryContextSwitchTo(pass_cxt);
+			keep_reasons(&s, pass_cxt);
+			MemoryContextReset(page_cxt);
+		}
+	}
+
+	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
+		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
 	held_at_start = MemoryContextMemAllocated(pass_cxt, true);
 	while (url != NULL && s.error == NULL)
 	{

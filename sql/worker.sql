@@ -43,11 +43,14 @@ CREATE TABLE @extschema@.sweep_runs (
 	layer			text NOT NULL DEFAULT 'incremental'
 		CONSTRAINT sweep_runs_layer_check CHECK (layer IN ('incremental', 'full')),
 	missing			integer NOT NULL DEFAULT 0,
+	retry_ids		text[] NOT NULL DEFAULT '{}',
 	incomplete_reason text
 );
 CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, object_type, started_at DESC);
 COMMENT ON TABLE @extschema@.sweep_runs IS
 	'One row per reconciliation pass: its layer, what was listed (objects, or events for a provider with an events API), how many differed from the mirror, how many were repaired or skipped (object under a live claim), errors, and whether the pass completed. Only a complete pass moves the checkpoint; an incomplete one compared less than everything and says why in incomplete_reason, a failed one says why in error.';
+COMMENT ON COLUMN @extschema@.sweep_runs.retry_ids IS
+	'Objects that differed but were skipped because a live claim held them: the next pass of the (source, object type) reads them by id first, so the checkpoint may move past them.';
 COMMENT ON COLUMN @extschema@.sweep_runs.layer IS
 	'incremental: what happened since the checkpoint (Stripe: the events list, each event fed into the inbox; others: objects changed since); full: every object of the type, and the mirror''s objects the provider no longer lists.';
 COMMENT ON COLUMN @extschema@.sweep_runs.missing IS
@@ -913,6 +916,28 @@ $$;
 COMMENT ON FUNCTION @extschema@._sweep_missing(bigint) IS
 	'After a full pass listed every page: the mirror''s live objects of the type that the provider did not list (to be read by id: gone, or missed by a listing that moved).';
 
+CREATE FUNCTION @extschema@._sweep_skip(p_run_id bigint, p_object_id text)
+RETURNS void
+LANGUAGE sql AS $$
+	UPDATE webhook_inbox.sweep_runs x SET retry_ids = x.retry_ids || p_object_id WHERE x.id = p_run_id;
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_skip(bigint, text) IS
+	'Records a difference a live claim held, for the next pass to read by id.';
+
+CREATE FUNCTION @extschema@._sweep_retry_ids(p_run_id bigint)
+RETURNS SETOF text
+LANGUAGE sql STABLE AS $$
+	/* what the previous pass of the same (source, object type) skipped */
+	SELECT DISTINCT unnest(p.retry_ids)
+	  FROM webhook_inbox.sweep_runs r
+	 CROSS JOIN LATERAL (SELECT x.retry_ids FROM webhook_inbox.sweep_runs x
+						  WHERE x.source_id = r.source_id AND x.object_type = r.object_type AND x.id < r.id
+						  ORDER BY x.id DESC LIMIT 1) p
+	 WHERE r.id = p_run_id;
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_retry_ids(bigint) IS
+	'The objects the previous pass of the run''s (source, object type) skipped under a live claim: read by id first.';
+
 CREATE FUNCTION @extschema@._sweep_lease(p_source_id integer, p_object_type text, p_object_id text,
 	p_holder text, p_lease interval)
 RETURNS bigint
@@ -999,18 +1024,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 BEGIN
-	/*
-	 * A difference skipped because a claim held its object was not
-	 * compared: the checkpoint stays, so the next pass lists it again.
-	 */
 	UPDATE webhook_inbox.sweep_runs x
 	   SET status = CASE WHEN p_error IS NOT NULL OR x.errors > 0 THEN 'failed'
-						 WHEN p_incomplete IS NOT NULL OR x.incomplete_reason IS NOT NULL OR x.skipped > 0
-						 THEN 'incomplete'
+						 WHEN p_incomplete IS NOT NULL OR x.incomplete_reason IS NOT NULL THEN 'incomplete'
 						 ELSE 'complete' END,
 		   error = coalesce(p_error, CASE WHEN x.errors > 0 THEN format('%s repairs failed', x.errors) END),
-		   incomplete_reason = coalesce(x.incomplete_reason, p_incomplete,
-				CASE WHEN x.skipped > 0 THEN format('%s differences were skipped (a live claim held the object); the next pass compares them again', x.skipped) END),
+		   incomplete_reason = coalesce(x.incomplete_reason, p_incomplete),
 		   finished_at = clock_timestamp()
 	 WHERE x.id = p_run_id
 	RETURNING * INTO w;
@@ -1031,7 +1050,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_finish(bigint, text, text) IS
-	'Ends a sweep run: complete (the layer''s checkpoint moves to the run''s start; a full pass moves the incremental one too), incomplete (could not compare everything, a skipped difference included: the reason is kept, the checkpoint stays) or failed (checkpoint stays).';
+	'Ends a sweep run: complete (the layer''s checkpoint moves to the run''s start; a full pass moves the incremental one too), incomplete (could not compare everything: the reason is kept, the checkpoint stays) or failed (checkpoint stays).';
 
 CREATE FUNCTION @extschema@._sweep_now(source text, object_type text, layer text)
 RETURNS bigint

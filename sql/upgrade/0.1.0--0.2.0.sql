@@ -196,3 +196,9 @@ DROP FUNCTION @extschema@.worker_stats();
 ALTER TABLE @extschema@.objects ADD COLUMN tombstone_pending_since timestamptz;
 COMMENT ON COLUMN @extschema@.objects.tombstone_pending_since IS
 	'When a read API first answered 404/410 for the object: the tombstone is saved only when a second such answer comes at least webhook_inbox.tombstone_confirm_delay later, and any save of a present version clears this. NULL: no unconfirmed 404.';
+
+-- sweep_runs.retry_ids: differences skipped under a live claim, read by id
+-- by the next pass (the checkpoint no longer moves past them unread).
+ALTER TABLE @extschema@.sweep_runs ADD COLUMN retry_ids text[] NOT NULL DEFAULT '{}';
+COMMENT ON COLUMN @extschema@.sweep_runs.retry_ids IS
+	'Objects that differed but were skipped because a live claim held them: the next pass of the (source, object type) reads them by id first, so the checkpoint may move past them.';
