@@ -781,14 +781,22 @@ CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_o
 	p_token bigint)
 RETURNS boolean
 LANGUAGE sql STABLE AS $$
-	/* the one fence check: another claim holds the object, or a newer token saved it */
+	/*
+	 * the one fence check: another claim holds the object, or a newer token
+	 * saved it.  No SET search_path (it is inlined into set-based
+	 * statements, see sql/search_path.sql): every operator qualified.
+	 */
 	SELECT p_token IS NOT NULL AND (
 		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
-				 WHERE l.source_id = p_source_id AND l.object_type = p_object_type
-				   AND l.object_id = p_object_id AND l.token <> p_token)
+				 WHERE l.source_id OPERATOR(pg_catalog.=) p_source_id
+				   AND l.object_type OPERATOR(pg_catalog.=) p_object_type
+				   AND l.object_id OPERATOR(pg_catalog.=) p_object_id
+				   AND l.token OPERATOR(pg_catalog.<>) p_token)
 		OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
-					WHERE o.source_id = p_source_id AND o.object_type = p_object_type
-					  AND o.object_id = p_object_id AND o.fence_token > p_token))
+					WHERE o.source_id OPERATOR(pg_catalog.=) p_source_id
+					  AND o.object_type OPERATOR(pg_catalog.=) p_object_type
+					  AND o.object_id OPERATOR(pg_catalog.=) p_object_id
+					  AND o.fence_token OPERATOR(pg_catalog.>) p_token))
 $$;
 COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, bigint) IS
 	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it. Every guarded save asks this.';
