@@ -43,8 +43,8 @@ CREATE TABLE @extschema@.sweep_runs (
 	layer			text NOT NULL DEFAULT 'incremental'
 		CONSTRAINT sweep_runs_layer_check CHECK (layer IN ('incremental', 'full')),
 	missing			integer NOT NULL DEFAULT 0,
-	retry_ids		text[] NOT NULL DEFAULT '{}',
-	incomplete_reason text
+	incomplete_reason text,
+	retry_ids		text[] NOT NULL DEFAULT '{}'
 );
 CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, object_type, started_at DESC);
 COMMENT ON TABLE @extschema@.sweep_runs IS
