@@ -47,6 +47,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/numeric.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
@@ -160,7 +161,7 @@ prepare_plans(void)
 
 		sources_plan = wi_keep_plan(
 			"SELECT name, id, kind, enabled, settings, replay_window "
-			"FROM webhook_inbox.sources WHERE name = ANY ($1)",
+			"FROM webhook_inbox.sources WHERE name = ANY ($1) FOR KEY SHARE",
 			1, types);
 	}
 	if (classify_plan == NULL)
@@ -305,20 +306,132 @@ number_in_range(const char *s, int len, int *end)
 }
 
 /*
- * check_json
- *		Whether jsonb_in would accept the text at data (len bytes, in the
- *		database encoding), decided without raising.  On false, *why is the
- *		quarantine reason.  The structural scan bounds what the parser's
- *		recursion and numeric_in would raise about; pg_parse_json then
- *		reports syntax and escape errors as codes.
+ * The payload is built during the one parse that validates it: the parser's
+ * semantic actions push each token into a JsonbParseState, the way jsonb_in
+ * does, but nothing in them raises for the body's content.  A body the
+ * parser rejects leaves a half-built value that is simply dropped.
  */
-static bool
-check_json(char *data, int len, char **why)
+typedef struct BuildState
+{
+	JsonbParseState *parse;
+	JsonbValue *res;
+} BuildState;
+
+static void
+build_push(BuildState *b, JsonbIteratorToken tok, JsonbValue *v)
+{
+	b->res = pushJsonbValue(&b->parse, tok, v);
+}
+
+static void
+build_object_start(void *state)
+{
+	build_push((BuildState *) state, WJB_BEGIN_OBJECT, NULL);
+}
+
+static void
+build_object_end(void *state)
+{
+	build_push((BuildState *) state, WJB_END_OBJECT, NULL);
+}
+
+static void
+build_array_start(void *state)
+{
+	build_push((BuildState *) state, WJB_BEGIN_ARRAY, NULL);
+}
+
+static void
+build_array_end(void *state)
+{
+	build_push((BuildState *) state, WJB_END_ARRAY, NULL);
+}
+
+static void
+build_field(void *state, char *fname, bool isnull)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.len = strlen(fname);
+	v.val.string.val = fname;
+	build_push((BuildState *) state, WJB_KEY, &v);
+}
+
+/*
+ * A scalar: an array element, an object's value, or the whole document (a
+ * raw scalar, stored as a one-element array marked rawScalar).  Numbers
+ * reach numeric_in only after parse_json's scan bounded their digits and exponent,
+ * so it cannot raise.
+ */
+static void
+build_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	BuildState *b = (BuildState *) state;
+	JsonbValue	v;
+
+	switch (tokentype)
+	{
+		case JSON_TOKEN_STRING:
+			v.type = jbvString;
+			v.val.string.len = strlen(token);
+			v.val.string.val = token;
+			break;
+		case JSON_TOKEN_NUMBER:
+			v.type = jbvNumeric;
+			v.val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+																CStringGetDatum(token),
+																ObjectIdGetDatum(InvalidOid),
+																Int32GetDatum(-1)));
+			break;
+		case JSON_TOKEN_TRUE:
+			v.type = jbvBool;
+			v.val.boolean = true;
+			break;
+		case JSON_TOKEN_FALSE:
+			v.type = jbvBool;
+			v.val.boolean = false;
+			break;
+		default:
+			v.type = jbvNull;
+			break;
+	}
+
+	if (b->parse == NULL)
+	{
+		JsonbValue	va;
+
+		va.type = jbvArray;
+		va.val.array.rawScalar = true;
+		va.val.array.nElems = 1;
+		build_push(b, WJB_BEGIN_ARRAY, &va);
+		build_push(b, WJB_ELEM, &v);
+		build_push(b, WJB_END_ARRAY, NULL);
+	}
+	else if (b->parse->contVal.type == jbvArray)
+		build_push(b, WJB_ELEM, &v);
+	else
+		build_push(b, WJB_VALUE, &v);
+}
+
+/*
+ * parse_json
+ *		The payload of the text at data (len bytes, in the database
+ *		encoding), or NULL with *why set to the quarantine reason, decided
+ *		without raising.  A structural scan first bounds what the parser's
+ *		recursion and numeric_in would raise about (nesting, number sizes);
+ *		then one pg_parse_json pass both validates the text (syntax and
+ *		escape errors come back as codes) and builds the jsonb.
+ */
+static Jsonb *
+parse_json(char *data, int len, char **why)
 {
 	bool		in_string = false;
 	int			depth = 0;
 	JsonLexContext *lex;
 	JsonParseErrorType err;
+	JsonSemAction sem;
+	BuildState	b;
 
 	for (int i = 0; i < len; i++)
 	{
@@ -339,7 +452,7 @@ check_json(char *data, int len, char **why)
 			if (++depth > MAX_JSON_DEPTH)
 			{
 				*why = psprintf("invalid_json: nested deeper than %d levels", MAX_JSON_DEPTH);
-				return false;
+				return NULL;
 			}
 		}
 		else if (c == ']' || c == '}')
@@ -352,20 +465,30 @@ check_json(char *data, int len, char **why)
 			{
 				*why = psprintf("invalid_json: a number has more than %d digits or an exponent beyond %d",
 								MAX_NUM_DIGITS, MAX_NUM_EXP);
-				return false;
+				return NULL;
 			}
 			i += end - 1;
 		}
 	}
 
+	memset(&b, 0, sizeof(b));
+	memset(&sem, 0, sizeof(sem));
+	sem.semstate = &b;
+	sem.object_start = build_object_start;
+	sem.object_end = build_object_end;
+	sem.array_start = build_array_start;
+	sem.array_end = build_array_end;
+	sem.object_field_start = build_field;
+	sem.scalar = build_scalar;
+
 	lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
-	err = pg_parse_json(lex, &nullSemAction);
+	err = pg_parse_json(lex, &sem);
 	if (err != JSON_SUCCESS)
 	{
 		*why = truncate_reason("invalid_json", json_errdetail(err, lex));
-		return false;
+		return NULL;
 	}
-	return true;
+	return JsonbValueToJsonb(b.res);
 }
 
 /*
@@ -410,8 +533,7 @@ read_ids(Row *r)
 	if (why == NULL)
 	{
 		text = pnstrdup(data, len);
-		if (check_json(text, len, &why))
-			r->payload = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+		r->payload = parse_json(text, len, &why);
 	}
 	if (r->payload == NULL)
 	{
@@ -525,7 +647,10 @@ arr_done(ArrBuild *a, Oid elemtype)
 /*
  * lookup_sources
  *		One query for the distinct source names of the batch; sets r->src, or
- *		refuses the rows of an unknown or disabled source.
+ *		refuses the rows of an unknown or disabled source.  The sources are
+ *		held FOR KEY SHARE until the batch commits: inbox and deliveries
+ *		refer to them without a foreign key (see sources_referenced in
+ *		sql/core.sql), and this lock is what the key's check took per row.
  */
 static void
 lookup_sources(Row *rows, char **names, int n)
@@ -541,7 +666,7 @@ lookup_sources(Row *rows, char **names, int n)
 		if (names[i] != NULL)
 			arr_text(&a, names[i]);
 	args[0] = arr_done(&a, TEXTOID);
-	rc = SPI_execute_plan(sources_plan, args, NULL, true, 0);
+	rc = SPI_execute_plan(sources_plan, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "webhook_inbox: looking up sources failed: %s", SPI_result_code_string(rc));
 

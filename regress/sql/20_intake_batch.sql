@@ -110,3 +110,44 @@ SELECT count(*) FROM webhook_inbox.seen_bodies WHERE event_id = 'wh-r1';
 -- the receiver's role may call the batch form
 SELECT has_function_privilege('webhook_inbox_receiver', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
 SELECT has_function_privilege('public', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
+
+-- the payload is built in the same pass that validates the body, and is the
+-- jsonb that jsonb_in makes of it: scalars at the top, nesting, repeated
+-- keys (the last wins), escapes, numbers with their scale and exponents
+CREATE TEMP TABLE parse_cases (n int, body text);
+INSERT INTO parse_cases VALUES
+	(1, '"just a string"'), (2, '42'), (3, 'null'), (4, '[1, [2, {"a": null}], true, false]'),
+	(5, '{"a": 1, "a": 2, "b": {"c": "\u00e9\n\"x\"\\", "d": []}, "e": {}}'),
+	(6, '{"n": -1.5e3, "big": 123456789012345678901234567890, "z": 0.000, "e": 1E-7}'),
+	(7, ' { "sp" : [ ] , "u" : "\ud83d\ude00" } '), (8, '[]'), (9, '{}');
+SELECT count(*) FROM webhook_inbox.intake_batch(
+	array_fill('bgh'::text, ARRAY[9]),
+	(SELECT array_agg(ARRAY['x-github-delivery', 'parse-' || n, 'x-github-event', 'ping'] ORDER BY n) FROM parse_cases),
+	(SELECT array_agg(wb(body) ORDER BY n) FROM parse_cases));
+SELECT c.n, i.payload::text = c.body::jsonb::text AS same_as_jsonb_in, i.status <> 'quarantined' AS readable
+  FROM parse_cases c JOIN webhook_inbox.inbox i ON i.event_id = 'parse-' || c.n
+ WHERE i.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'bgh')
+ ORDER BY c.n;
+-- what the parser refuses is quarantined with its reason, never half-built
+SELECT outcome, reason FROM webhook_inbox.intake_batch(
+	ARRAY['bgh', 'bgh', 'bgh'],
+	ARRAY[['x-github-delivery', 'parse-bad-1', 'x-github-event', 'ping'],
+		  ['x-github-delivery', 'parse-bad-2', 'x-github-event', 'ping'],
+		  ['x-github-delivery', 'parse-bad-3', 'x-github-event', 'ping']],
+	ARRAY[wb('{"a": [1, 2, {"b": }]}'), wb('{"a": "\u0000"}'), wb('[1, 2] 3')]);
+SELECT event_id, payload IS NULL AS no_payload, raw_body IS NOT NULL AS raw_kept FROM webhook_inbox.inbox
+ WHERE event_id LIKE 'parse-bad-%' ORDER BY event_id;
+
+-- inbox and deliveries refer to their source without a foreign key; the
+-- source cannot be deleted, renumbered or truncated away while they do
+\set VERBOSITY terse
+DELETE FROM webhook_inbox.sources WHERE name = 'bgh';
+UPDATE webhook_inbox.sources SET id = id + 1000 WHERE name = 'bgh';
+TRUNCATE webhook_inbox.sources CASCADE;
+\set VERBOSITY default
+SELECT count(*) FROM webhook_inbox.sources WHERE name = 'bgh';
+-- other changes of a referenced source, and deleting an unreferenced one, go through
+UPDATE webhook_inbox.sources SET enabled = enabled WHERE name = 'bgh';
+SELECT webhook_inbox.create_source('bunused', 'github', 'gh-u') > 0 AS created;
+DELETE FROM webhook_inbox.sources WHERE name = 'bunused';
+SELECT count(*) FROM webhook_inbox.sources WHERE name = 'bunused';
