@@ -7,8 +7,12 @@
  * state that says what is known:
  *
  *	1. _effects_claim() (SQL) takes due effects under a fencing token and
- *	   records the attempt; this is committed before anything is sent.
- *	2. The request goes out (libcurl, outside any transaction).
+ *	   records the attempt; this is committed before anything is sent.  It
+ *	   takes only as many as can be sent one after another within the lease.
+ *	2. Per effect, _effects_check() (SQL) confirms the claim is still current
+ *	   and its lease covers a whole request; if not, the effect is given back
+ *	   and nothing is sent.  Then the request goes out (libcurl, outside any
+ *	   transaction).
  *	3. _effects_store() (SQL) keeps the answer, guarded by the token, and
  *	   commits: done, failed (a definitive rejection), pending (provably not
  *	   performed), or uncertain (sent, outcome unknown).
@@ -33,6 +37,7 @@
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -44,7 +49,7 @@
 
 PG_FUNCTION_INFO_V1(wi_run_effects);
 
-#define MAX_RESPONSE	(64 * 1024)
+#define MAX_RESPONSE	(1024 * 1024)	/* a page of 100 Stripe refunds fits */
 
 /* One claimed effect: what to send, and what came back. */
 typedef struct EffectJob
@@ -216,6 +221,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 	MemoryContext oldcxt;
 	EffectJob  *jobs;
 	int			njobs = 0;
+	volatile int sent = 0;
 	int			rc;
 	/* a procedure: one non-atomic connection, committed after each step */
 	WiStepMode	mode = own_xacts ? WI_STEPS_OWN_XACT : WI_STEPS_NONATOMIC;
@@ -232,24 +238,30 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 
 	PG_TRY();
 	{
-		Oid			types[4] = {TEXTOID, INT4OID, INTERVALOID, INT4OID};
-		Datum		args[4];
+		Oid			types[5] = {TEXTOID, INT4OID, INTERVALOID, INT4OID, INTERVALOID};
+		Datum		args[5];
+		Datum		timeout;
 
 		if (!own_xacts && SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 			elog(ERROR, "webhook_inbox: SPI_connect failed");
 
 		wi_step_begin(mode);
+		timeout = DirectFunctionCall3(interval_in, CStringGetDatum(psprintf("%d ms", wi_http_timeout_ms)),
+									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 		args[0] = CStringGetTextDatum(worker);
 		args[1] = Int32GetDatum(max_effects);
 		args[2] = DirectFunctionCall3(interval_in, CStringGetDatum(psprintf("%d ms", wi_lease_ms)),
 									  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 		args[3] = Int32GetDatum(wi_max_attempts);
-		rc = SPI_execute_with_args("SELECT * FROM webhook_inbox._effects_claim($1, $2, $3, $4)",
-								   4, types, args, NULL, false, 0);
+		args[4] = timeout;
+		rc = SPI_execute_with_args("SELECT * FROM webhook_inbox._effects_claim($1, $2, $3, $4, $5)",
+								   5, types, args, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "webhook_inbox: claiming effects failed: %s", SPI_result_code_string(rc));
 
 		oldcxt = MemoryContextSwitchTo(jobcxt);
+		/* the lease's length must outlive the claim's transaction */
+		timeout = datumCopy(timeout, false, 16);
 		jobs = palloc0(sizeof(EffectJob) * (SPI_processed + 1));
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
@@ -296,22 +308,38 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 		if (njobs > 0)
 			maybe_fault("after_claim");
 
-		oldcxt = MemoryContextSwitchTo(jobcxt);
 		for (int i = 0; i < njobs; i++)
 		{
-			CHECK_FOR_INTERRUPTS();
-			perform_job(&jobs[i]);
-		}
-		MemoryContextSwitchTo(oldcxt);
-		if (njobs > 0)
-			maybe_fault("after_send");
-
-		for (int i = 0; i < njobs; i++)
-		{
+			Oid			ctypes[3] = {INT8OID, INT8OID, INTERVALOID};
+			Datum		cargs[3];
 			Oid			stypes[7] = {INT8OID, INT8OID, TEXTOID, INT4OID, TEXTOID, TEXTOID, TEXTOID};
 			Datum		sargs[7];
 			char		snulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 			EffectJob  *j = &jobs[i];
+			bool		send;
+
+			CHECK_FOR_INTERRUPTS();
+
+			/* sent only while the claim is current and its lease covers the answer */
+			wi_step_begin(mode);
+			cargs[0] = Int64GetDatum(j->id);
+			cargs[1] = Int64GetDatum(j->token);
+			cargs[2] = timeout;
+			rc = SPI_execute_with_args("SELECT webhook_inbox._effects_check($1, $2, $3)",
+									   3, ctypes, cargs, NULL, false, 1);
+			if (rc != SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "webhook_inbox: checking an effect's lease failed: %s",
+					 SPI_result_code_string(rc));
+			send = strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "send") == 0;
+			wi_step_end(mode);
+			if (!send)
+				continue;
+
+			oldcxt = MemoryContextSwitchTo(jobcxt);
+			perform_job(j);
+			MemoryContextSwitchTo(oldcxt);
+			sent++;
+			maybe_fault("after_send");
 
 			wi_step_begin(mode);
 			sargs[0] = Int64GetDatum(j->id);
@@ -346,7 +374,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 	}
 	PG_END_TRY();
 
-	return njobs;
+	return sent;
 }
 
 /*

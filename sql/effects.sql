@@ -50,6 +50,7 @@ CREATE TABLE @extschema@.effects (
 	created_at		timestamptz NOT NULL DEFAULT now(),
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	uncertain_since timestamptz,
+	lookup_cursor	text,
 	CONSTRAINT effects_http_check CHECK (kind <> 'http' OR (source_id IS NOT NULL
 		AND request ? 'method' AND request ? 'path'))
 );
@@ -58,6 +59,8 @@ CREATE INDEX effects_due_idx ON @extschema@.effects (next_attempt_at)
 CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, object_type, object_id);
 COMMENT ON TABLE @extschema@.effects IS
 	'Approved operations, one per effect_key, with their exact request and a stable idempotency key. States: pending, submitting, done, failed (a definitive rejection), uncertain (sent, outcome unknown), quarantined (a person decides).';
+COMMENT ON COLUMN @extschema@.effects.lookup_cursor IS
+	'While an uncertain Stripe refund is looked for in its PaymentIntent''s refunds: the last refund id listed (starting_after of the next page).';
 
 CREATE TABLE @extschema@.effect_attempts (
 	id				bigserial PRIMARY KEY,
@@ -86,12 +89,68 @@ CREATE TABLE @extschema@.effect_resolutions (
 COMMENT ON TABLE @extschema@.effect_resolutions IS 'Audit of every decision taken with resolve_effect().';
 
 /*
+ * Percent-encode text for a URL path: every byte but RFC 3986's unreserved
+ * characters becomes %XX, so a value put into a path stays one path segment.
+ */
+CREATE FUNCTION @extschema@._url_encode(v text) RETURNS text
+LANGUAGE sql IMMUTABLE STRICT SET search_path = pg_catalog, pg_temp AS $$
+	SELECT coalesce(string_agg(CASE WHEN b BETWEEN 48 AND 57 OR b BETWEEN 65 AND 90 OR b BETWEEN 97 AND 122
+										 OR b IN (45, 46, 95, 126)
+									THEN chr(b) ELSE '%' || upper(lpad(to_hex(b), 2, '0')) END, '' ORDER BY i), '')
+	  FROM (SELECT i, get_byte(x, i) AS b
+			  FROM (SELECT convert_to(v, 'UTF8') AS x) y, generate_series(0, length(x) - 1) AS i) z
+$$;
+COMMENT ON FUNCTION @extschema@._url_encode(text) IS
+	'Percent-encodes every byte but the unreserved characters (RFC 3986), for a value placed in a URL path.';
+
+/*
+ * Fill a rule's request template: {object_id}, {object_type}, {from} and
+ * {to} are replaced inside string values only, in one pass (a replaced
+ * value is never scanned again), so whatever an object id contains becomes
+ * part of one string: no key is ever added, renamed or changed.  Keys are
+ * kept as written.  The top-level "path" gets its values percent-encoded,
+ * so that they stay inside one path segment.
+ */
+CREATE FUNCTION @extschema@._effect_fill(template jsonb, vars jsonb, url boolean DEFAULT false) RETURNS jsonb
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s text;
+	filled text := '';
+	m text[];
+BEGIN
+	CASE jsonb_typeof(template)
+	WHEN 'object' THEN
+		RETURN coalesce((SELECT jsonb_object_agg(e.key,
+									webhook_inbox._effect_fill(e.value, vars, url AND e.key = 'path'))
+						   FROM jsonb_each(template) e), '{}'::jsonb);
+	WHEN 'array' THEN
+		RETURN coalesce((SELECT jsonb_agg(webhook_inbox._effect_fill(e.value, vars, false) ORDER BY e.n)
+						   FROM jsonb_array_elements(template) WITH ORDINALITY e(value, n)), '[]'::jsonb);
+	WHEN 'string' THEN
+		s := template #>> '{}';
+		LOOP
+			m := regexp_match(s, '^(.*?)[{](object_id|object_type|from|to)[}](.*)$', 's');
+			EXIT WHEN m IS NULL;
+			filled := filled || m[1] || CASE WHEN url THEN webhook_inbox._url_encode(vars ->> m[2])
+											 ELSE vars ->> m[2] END;
+			s := m[3];
+		END LOOP;
+		RETURN to_jsonb(filled || s);
+	ELSE
+		RETURN template;
+	END CASE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effect_fill(jsonb, jsonb, boolean) IS
+	'Fills a rule''s request template: placeholders replaced within string values only, never adding or changing a key; values in the top-level path percent-encoded.';
+
+/*
  * Fire the matching rules of an applied transition, in its transaction.  The
  * key names the transition row, so a duplicate, late or replayed event (which
  * applies no transition) can never fire an effect a second time.
  */
 CREATE FUNCTION @extschema@._fire_effects() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF NOT NEW.applied THEN
 		RETURN NULL;
@@ -99,9 +158,10 @@ BEGIN
 	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, object_type, object_id, transition_id,
 									   rule_id, request, idempotency_key, owner)
 	SELECT k.key, r.kind, NEW.source_id, NEW.object_type, NEW.object_id, NEW.id, r.id,
-		   replace(replace(replace(replace(r.request::text, '{object_id}', NEW.object_id),
-			   '{object_type}', NEW.object_type), '{from}', coalesce(NEW.from_status, '')),
-			   '{to}', NEW.to_status)::jsonb,
+		   webhook_inbox._effect_fill(r.request,
+									  jsonb_build_object('object_id', NEW.object_id, 'object_type', NEW.object_type,
+														 'from', coalesce(NEW.from_status, ''), 'to', NEW.to_status),
+									  true),
 		   'wi-' || md5(k.key), r.owner
 	  FROM webhook_inbox.effect_rules r
 	  CROSS JOIN LATERAL (SELECT format('%s:%s:%s/%s:%s->%s#%s', r.kind, NEW.source_id, NEW.object_type,
@@ -116,7 +176,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._fire_effects() IS
-	'Inserts the effects of an applied transition, keyed by (kind, source, object, transition).';
+	'Inserts the effects of an applied transition, keyed by (kind, source, object, transition), their requests filled by _effect_fill().';
 CREATE TRIGGER transitions_fire_effects AFTER INSERT ON @extschema@.transitions
 	FOR EACH ROW EXECUTE FUNCTION @extschema@._fire_effects();
 
@@ -151,6 +211,12 @@ BEGIN
 	IF idempotency_key IS NOT NULL AND (idempotency_key = '' OR length(idempotency_key) > 255) THEN
 		RAISE EXCEPTION 'idempotency_key must have 1 to 255 characters' USING ERRCODE = 'invalid_parameter_value',
 			HINT = 'Providers limit the Idempotency-Key header; by default the effect key is used.';
+	END IF;
+	IF coalesce(idempotency_key, effect_key) ~ '[\x01-\x1f\x7f]' THEN
+		RAISE EXCEPTION 'idempotency_key must not contain control characters'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'It is sent as the Idempotency-Key header; a CR or LF would start a header of its own.',
+				  HINT = 'By default the effect key is used: pass a printable idempotency_key.';
 	END IF;
 	IF idempotency_key IS NULL AND length(effect_key) > 255 THEN
 		RAISE EXCEPTION 'effect_key is longer than 255 characters and cannot serve as the idempotency key'
@@ -347,22 +413,118 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_attempts_id_seq',
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.effect_resolutions_id_seq', '');
 
 /*
- * The worker's side of http effects, in two steps around the request:
+ * Stripe's v1 API takes form-encoded bodies: nested objects as
+ * metadata[key]=value, arrays as key[0]=value, null as an empty value, keys
+ * and values percent-encoded with the brackets kept, as the official
+ * stripe-node library's stringifyRequestData() writes them.
+ */
+CREATE FUNCTION @extschema@._form_encode(v jsonb, prefix text DEFAULT NULL) RETURNS text
+LANGUAGE plpgsql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	CASE jsonb_typeof(v)
+	WHEN 'object' THEN
+		RETURN (SELECT string_agg(p, '&' ORDER BY n)
+				  FROM (SELECT e.n, webhook_inbox._form_encode(e.value,
+								   CASE WHEN prefix IS NULL THEN e.key ELSE prefix || '[' || e.key || ']' END) AS p
+						  FROM jsonb_each(v) WITH ORDINALITY e(key, value, n)) x
+				 WHERE p <> '');
+	WHEN 'array' THEN
+		RETURN (SELECT string_agg(p, '&' ORDER BY n)
+				  FROM (SELECT e.n, webhook_inbox._form_encode(e.value, prefix || '[' || (e.n - 1) || ']') AS p
+						  FROM jsonb_array_elements(v) WITH ORDINALITY e(value, n)) x
+				 WHERE p <> '');
+	ELSE
+		RETURN replace(replace(webhook_inbox._url_encode(prefix), '%5B', '['), '%5D', ']') || '='
+			|| replace(replace(webhook_inbox._url_encode(CASE jsonb_typeof(v) WHEN 'null' THEN ''
+																ELSE v #>> '{}' END),
+							   '%5B', '['), '%5D', ']');
+	END CASE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._form_encode(jsonb, text) IS
+	'Form-encodes a JSON object the way Stripe''s v1 API and stripe-node expect: metadata[key]=value, items[0][price]=value.';
+
+/*
+ * Why an effect's request must not leave, or NULL when it may: header names
+ * must be tokens and values free of control characters (a CR or LF would
+ * start a header of its own), and the path must stay a path on the
+ * source's host (no "//" authority, no whitespace, no backslash).
+ */
+CREATE FUNCTION @extschema@._effect_refusal(method text, path text, content_type text, idempotency_key text,
+	auth_name text, auth_value text)
+RETURNS text
+LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT CASE
+		WHEN method IS NULL OR method !~ '^[A-Z]{1,16}$' THEN 'the method is not an HTTP method name'
+		WHEN path IS NULL OR path !~ '^/[!-~]*$' OR path ~ '^//' OR position(E'\\' IN path) > 0 OR position('#' IN path) > 0
+			THEN 'the path must start with one "/" and contain only visible ASCII, without "\" or "#"'
+		WHEN auth_name IS NOT NULL AND auth_name !~ '^[!#$%&''*+.^_`|~0-9A-Za-z-]+$'
+			THEN 'the header name in settings.auth_header is not an HTTP token'
+		WHEN content_type ~ '[\x01-\x08\x0a-\x1f\x7f]' THEN 'the Content-Type value contains a control character (CR, LF …)'
+		WHEN idempotency_key ~ '[\x01-\x08\x0a-\x1f\x7f]' THEN 'the Idempotency-Key value contains a control character (CR, LF …)'
+		WHEN auth_value ~ '[\x01-\x08\x0a-\x1f\x7f]'
+			THEN format('the %s value (auth_prefix and api_token) contains a control character (CR, LF …)', auth_name)
+	END
+$$;
+COMMENT ON FUNCTION @extschema@._effect_refusal(text, text, text, text, text, text) IS
+	'Why an effect request must not be sent (a header name that is not a token, a CR/LF/NUL or other control character in a header value, a path that could leave the host), or NULL.';
+
+/*
+ * How long the provider keeps an idempotency key: settings.effects.key_retention,
+ * by default 24 hours for stripe and unlimited (NULL) for kinds whose
+ * same-key retry the operator enabled.  A value that is not an interval counts
+ * as zero: no same-key retry is trusted.
+ */
+CREATE FUNCTION @extschema@._effect_key_retention(kind text, settings jsonb) RETURNS interval
+LANGUAGE plpgsql STABLE SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF settings #> '{effects,key_retention}' IS NULL THEN
+		RETURN CASE kind WHEN 'stripe' THEN interval '24 hours' END;
+	END IF;
+	RETURN (settings #>> '{effects,key_retention}')::interval;
+EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR interval_field_overflow THEN
+	RETURN interval '0 seconds';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effect_key_retention(text, jsonb) IS
+	'How long a source''s provider keeps idempotency keys (settings.effects.key_retention; stripe 24 hours), NULL for no known limit.';
+
+/*
+ * The worker's side of http effects, in steps around each request:
  * _effects_claim() decides and records (committed before anything is sent),
- * _effects_store() keeps the answer under the claim's fencing token.
+ * _effects_check() confirms the lease still covers a whole request just
+ * before it leaves (or gives the effect back), _effects_store() keeps the
+ * answer under the claim's fencing token.
+ *
+ * A claim takes only as many effects as can be sent one after another
+ * within its lease (each may take http_timeout), and the lease is at least
+ * one http_timeout long, so that an executor never sends after another one
+ * could have taken the effect over.
  */
 CREATE FUNCTION @extschema@._effects_claim(p_worker text, p_max integer, p_lease interval,
-	p_max_attempts integer)
+	p_max_attempts integer, p_http_timeout interval)
 RETURNS TABLE (effect_id bigint, token bigint, action text, method text, url text, body text,
 			   content_type text, idempotency_key text, auth_name text, auth_value text)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	e record;
 	lookup text;
 	retry_same boolean;
+	list_refunds boolean;
+	retention interval;
+	first_sent timestamptz;
+	key_alive boolean;
+	refused text;
+	v_body jsonb;
+	v_path text;
+	slot interval := p_http_timeout + interval '1 second';
+	v_lease interval := greatest(p_lease, p_http_timeout + interval '1 second');
+	fits integer;
 	t bigint;
 	n integer := 0;
 BEGIN
+	fits := least(p_max, greatest(1, floor(extract(epoch FROM v_lease) / extract(epoch FROM slot))::integer));
+
 	/* a worker that stopped while submitting leaves the outcome unknown */
 	UPDATE webhook_inbox.effect_attempts a SET finished_at = clock_timestamp(), outcome = 'abandoned'
 	  FROM webhook_inbox.effects x
@@ -376,34 +538,60 @@ BEGIN
 	FOR e IN SELECT x.*, s.kind AS source_kind, s.api_base, s.api_token, s.settings
 			   FROM webhook_inbox.effects x JOIN webhook_inbox.sources s ON s.id = x.source_id
 			  WHERE x.kind = 'http' AND x.status IN ('pending', 'uncertain') AND x.next_attempt_at <= now()
+				AND (x.lease_expires_at IS NULL OR x.lease_expires_at < now())	/* no lookup in flight */
 			  ORDER BY x.id LIMIT p_max FOR UPDATE OF x SKIP LOCKED LOOP
+		EXIT WHEN n >= fits;
 		IF e.api_base IS NULL THEN
 			UPDATE webhook_inbox.effects SET status = 'quarantined', reason = 'the source has no api_base',
 				   updated_at = now() WHERE id = e.id;
 			CONTINUE;
 		END IF;
+		t := nextval('webhook_inbox.claim_token_seq');
+		auth_name := CASE e.source_kind WHEN 'shopify' THEN 'X-Shopify-Access-Token'
+									   ELSE coalesce(e.settings ->> 'auth_header', 'Authorization') END;
+		auth_value := CASE WHEN e.api_token IS NULL THEN NULL WHEN e.source_kind = 'shopify' THEN e.api_token
+						   ELSE coalesce(e.settings ->> 'auth_prefix', 'Bearer ') || e.api_token END;
 		lookup := e.settings #>> '{effects,lookup}';
 		retry_same := coalesce((e.settings #>> '{effects,retry_same_key}')::boolean, e.source_kind = 'stripe');
-		t := nextval('webhook_inbox.claim_token_seq');
+		/* Stripe has no lookup by key, but a refund carries our key in its metadata */
+		list_refunds := e.source_kind = 'stripe' AND upper(e.request ->> 'method') = 'POST'
+			AND e.request ->> 'path' = '/v1/refunds' AND e.request #>> '{body,payment_intent}' IS NOT NULL
+			AND coalesce((e.settings #>> '{effects,list_refunds}')::boolean, true);
+
 		IF e.status = 'uncertain' THEN
-			IF lookup IS NULL AND NOT retry_same THEN
-				UPDATE webhook_inbox.effects
-				   SET status = 'quarantined', updated_at = now(),
-					   reason = 'uncertain: the provider offers no lookup and no idempotent retry; ' || coalesce(e.reason, '')
-				 WHERE id = e.id;
+			retention := webhook_inbox._effect_key_retention(e.source_kind, e.settings);
+			SELECT min(a.started_at) INTO first_sent FROM webhook_inbox.effect_attempts a
+			 WHERE a.effect_id = e.id AND a.action = 'submit' AND a.outcome IS DISTINCT FROM 'given_back';
+			/* the retry must reach the provider while it still holds the key */
+			key_alive := retention IS NULL OR first_sent IS NULL OR first_sent > now() - retention + slot;
+			IF lookup IS NOT NULL OR list_refunds AND NOT (retry_same AND key_alive) THEN
+				INSERT INTO webhook_inbox.effect_attempts (effect_id, claim_token, action) VALUES (e.id, t, 'lookup');
+				UPDATE webhook_inbox.effects SET claim_token = t, holder = p_worker, lease_expires_at = now() + v_lease,
+					   updated_at = now() WHERE id = e.id;
+				effect_id := e.id; token := t; method := 'GET';
+				body := NULL; content_type := NULL; idempotency_key := NULL;
+				IF lookup IS NOT NULL THEN
+					action := 'lookup';
+					url := rtrim(e.api_base, '/') || replace(lookup, '{key}', webhook_inbox._url_encode(e.idempotency_key));
+				ELSE
+					action := 'lookup_refunds';
+					url := rtrim(e.api_base, '/') || '/v1/refunds?payment_intent='
+						|| webhook_inbox._url_encode(e.request #>> '{body,payment_intent}') || '&limit=100'
+						|| coalesce('&starting_after=' || webhook_inbox._url_encode(e.lookup_cursor), '');
+				END IF;
+				n := n + 1;
+				RETURN NEXT;
 				CONTINUE;
 			END IF;
-			IF lookup IS NOT NULL THEN
-				INSERT INTO webhook_inbox.effect_attempts (effect_id, claim_token, action) VALUES (e.id, t, 'lookup');
-				UPDATE webhook_inbox.effects SET claim_token = t, holder = p_worker, lease_expires_at = now() + p_lease,
-					   updated_at = now() WHERE id = e.id;
-				effect_id := e.id; token := t; action := 'lookup'; method := 'GET';
-				url := rtrim(e.api_base, '/') || replace(lookup, '{key}', e.idempotency_key);
-				body := NULL; content_type := NULL; idempotency_key := NULL;
-				auth_name := CASE e.source_kind WHEN 'shopify' THEN 'X-Shopify-Access-Token' ELSE coalesce(e.settings ->> 'auth_header', 'Authorization') END;
-				auth_value := CASE WHEN e.api_token IS NULL THEN NULL WHEN e.source_kind = 'shopify' THEN e.api_token
-								   ELSE coalesce(e.settings ->> 'auth_prefix', 'Bearer ') || e.api_token END;
-				RETURN NEXT;
+			IF NOT retry_same OR NOT key_alive THEN
+				UPDATE webhook_inbox.effects
+				   SET status = 'quarantined', updated_at = now(),
+					   reason = CASE WHEN retry_same
+									 THEN format('uncertain for longer than the provider keeps idempotency keys (%s): a same-key retry could perform it twice; ',
+												 retention)
+									 ELSE 'uncertain: the provider offers no lookup and no idempotent retry; ' END
+								|| coalesce(e.reason, '')
+				 WHERE id = e.id;
 				CONTINUE;
 			END IF;
 			/* the provider's idempotency contract makes a same-key retry safe */
@@ -413,34 +601,104 @@ BEGIN
 				   reason = 'max_attempts: ' || coalesce(e.reason, '') WHERE id = e.id;
 			CONTINUE;
 		END IF;
+
+		method := upper(e.request ->> 'method');
+		v_path := e.request ->> 'path';
+		v_body := e.request -> 'body';
+		content_type := coalesce(e.request ->> 'content_type', 'application/json');
+		IF e.source_kind = 'stripe' AND jsonb_typeof(v_body) = 'object' THEN
+			/* the refund carries its effect key, so that a listing can find it */
+			IF list_refunds THEN
+				v_body := jsonb_set(v_body, '{metadata}',
+									coalesce(CASE jsonb_typeof(v_body -> 'metadata') WHEN 'object' THEN v_body -> 'metadata' END,
+											 '{}'::jsonb) || jsonb_build_object('effect_key', e.effect_key));
+			END IF;
+			body := coalesce(webhook_inbox._form_encode(v_body), '');
+			content_type := 'application/x-www-form-urlencoded';
+		ELSE
+			body := CASE jsonb_typeof(v_body) WHEN 'string' THEN v_body #>> '{}'
+						 WHEN 'object' THEN v_body::text WHEN 'array' THEN v_body::text END;
+		END IF;
+		idempotency_key := e.idempotency_key;
+		refused := webhook_inbox._effect_refusal(method, v_path, content_type, idempotency_key, auth_name, auth_value);
+		IF refused IS NOT NULL THEN
+			/* recorded, never sent: a person must correct the rule or the source */
+			INSERT INTO webhook_inbox.effect_attempts (effect_id, claim_token, action, finished_at, outcome, error)
+			VALUES (e.id, t, 'submit', clock_timestamp(), 'refused', refused);
+			UPDATE webhook_inbox.effects SET status = 'quarantined', updated_at = now(),
+				   reason = 'refused: ' || refused WHERE id = e.id;
+			CONTINUE;
+		END IF;
 		INSERT INTO webhook_inbox.effect_attempts (effect_id, claim_token, action) VALUES (e.id, t, 'submit');
 		UPDATE webhook_inbox.effects
-		   SET status = 'submitting', claim_token = t, holder = p_worker, lease_expires_at = now() + p_lease,
+		   SET status = 'submitting', claim_token = t, holder = p_worker, lease_expires_at = now() + v_lease,
 			   attempts = attempts + 1, updated_at = now()
 		 WHERE id = e.id;
-		effect_id := e.id; token := t; action := 'submit'; method := upper(e.request ->> 'method');
-		url := rtrim(e.api_base, '/') || (e.request ->> 'path');
-		body := CASE jsonb_typeof(e.request -> 'body') WHEN 'string' THEN e.request ->> 'body'
-					 WHEN 'object' THEN (e.request -> 'body')::text WHEN 'array' THEN (e.request -> 'body')::text END;
-		content_type := coalesce(e.request ->> 'content_type', 'application/json');
-		idempotency_key := e.idempotency_key;
-		auth_name := CASE e.source_kind WHEN 'shopify' THEN 'X-Shopify-Access-Token' ELSE coalesce(e.settings ->> 'auth_header', 'Authorization') END;
-		auth_value := CASE WHEN e.api_token IS NULL THEN NULL WHEN e.source_kind = 'shopify' THEN e.api_token
-						   ELSE coalesce(e.settings ->> 'auth_prefix', 'Bearer ') || e.api_token END;
+		effect_id := e.id; token := t; action := 'submit';
+		url := rtrim(e.api_base, '/') || v_path;
+		n := n + 1;
 		RETURN NEXT;
 	END LOOP;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._effects_claim(text, integer, interval, integer) IS
-	'Claims due http effects and records each attempt before it is sent; decides the recovery of uncertain ones.';
+COMMENT ON FUNCTION @extschema@._effects_claim(text, integer, interval, integer, interval) IS
+	'Claims as many due http effects as can be sent within one lease (each may take http_timeout) and records each attempt before it is sent; decides the recovery of uncertain ones.';
+
+/*
+ * Just before a claimed request leaves: 'send' when the claim is still the
+ * effect's current one and its lease covers a whole request (http_timeout);
+ * otherwise nothing is sent, and the effect is given back ('given_back',
+ * as it was before the claim) if the claim is still ours, or left to whoever
+ * took it over ('fenced').
+ */
+CREATE FUNCTION @extschema@._effects_check(p_id bigint, p_token bigint, p_http_timeout interval)
+RETURNS text
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	e webhook_inbox.effects;
+	v_action text;
+BEGIN
+	SELECT * INTO e FROM webhook_inbox.effects WHERE id = p_id AND claim_token = p_token FOR UPDATE;
+	IF NOT FOUND THEN
+		UPDATE webhook_inbox.effect_attempts SET finished_at = clock_timestamp(), outcome = 'fenced',
+			   error = 'not sent: another executor took the effect over'
+		 WHERE effect_id = p_id AND claim_token = p_token AND finished_at IS NULL;
+		RETURN 'fenced';
+	END IF;
+	IF e.lease_expires_at >= clock_timestamp() + p_http_timeout THEN
+		RETURN 'send';
+	END IF;
+	SELECT a.action INTO v_action FROM webhook_inbox.effect_attempts a
+	 WHERE a.effect_id = p_id AND a.claim_token = p_token;
+	UPDATE webhook_inbox.effect_attempts SET finished_at = clock_timestamp(), outcome = 'given_back',
+		   error = 'not sent: the lease would end before the answer'
+	 WHERE effect_id = p_id AND claim_token = p_token;
+	UPDATE webhook_inbox.effects
+	   SET status = CASE WHEN e.status = 'submitting'
+						 THEN CASE WHEN e.uncertain_since IS NULL THEN 'pending' ELSE 'uncertain' END
+						 ELSE e.status END,
+		   attempts = attempts - CASE v_action WHEN 'submit' THEN 1 ELSE 0 END,
+		   claim_token = NULL, holder = NULL, lease_expires_at = NULL, next_attempt_at = now(), updated_at = now()
+	 WHERE id = p_id;
+	RETURN 'given_back';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._effects_check(bigint, bigint, interval) IS
+	'Before a claimed request leaves: send only if the claim is current and its lease covers http_timeout; otherwise give the effect back (or leave it to the executor that took it over).';
 
 CREATE FUNCTION @extschema@._effects_store(p_id bigint, p_token bigint, p_action text, p_http_status integer,
 	p_transport text, p_response text, p_error text)
 RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	e webhook_inbox.effects;
 	v_outcome text;
+	v_response text := p_response;
+	v_reason text;
+	v_cursor text;
+	v_next timestamptz;
+	page jsonb;
+	v_match jsonb;
 	backoff interval;
 BEGIN
 	SELECT * INTO e FROM webhook_inbox.effects WHERE id = p_id AND claim_token = p_token FOR UPDATE;
@@ -451,12 +709,51 @@ BEGIN
 		RETURN 'fenced';
 	END IF;
 	backoff := least(interval '1 hour', interval '1 second' * power(2, least(e.attempts, 12))) * (1 + random() * 0.25);
-	IF p_action = 'lookup' THEN
+	IF p_action = 'lookup_refunds' THEN
+		/* a page of the PaymentIntent's refunds: ours carries metadata.effect_key */
+		IF p_transport = 'ok' AND p_http_status = 200 THEN
+			BEGIN
+				page := p_response::jsonb;
+			EXCEPTION WHEN invalid_text_representation THEN
+				page := NULL;
+			END;
+		END IF;
+		IF jsonb_typeof(page -> 'data') IS DISTINCT FROM 'array' THEN
+			v_outcome := 'uncertain';
+			v_reason := 'lookup: listing refunds failed: ' || coalesce(p_error, 'HTTP ' || p_http_status);
+			v_cursor := e.lookup_cursor;
+		ELSE
+			SELECT d INTO v_match FROM jsonb_array_elements(page -> 'data') d
+			 WHERE d #>> '{metadata,effect_key}' = e.effect_key LIMIT 1;
+			IF v_match IS NOT NULL THEN
+				v_outcome := CASE WHEN v_match ->> 'status' IN ('failed', 'canceled') THEN 'failed' ELSE 'done' END;
+				v_reason := format('resolved by listing the PaymentIntent''s refunds: %s is %s',
+								   v_match ->> 'id', v_match ->> 'status');
+				v_response := v_match::text;
+			ELSIF page -> 'has_more' = 'true'::jsonb AND jsonb_array_length(page -> 'data') > 0 THEN
+				v_outcome := 'uncertain';
+				v_cursor := page -> 'data' -> -1 ->> 'id';
+				v_reason := 'lookup: listing the PaymentIntent''s refunds, next page after ' || v_cursor;
+				v_next := now();
+			ELSE
+				v_outcome := 'pending';
+				v_reason := 'lookup: no refund of the PaymentIntent carries this effect key; the provider never performed it';
+				v_next := now();
+			END IF;
+		END IF;
+	ELSIF p_action = 'lookup' THEN
 		v_outcome := CASE WHEN p_transport = 'ok' AND p_http_status = 200 THEN 'done'
 						WHEN p_transport = 'ok' AND p_http_status = 404 THEN 'pending'
 						/* the outcome stays unknown, and no lookup can tell: a person decides */
 						WHEN p_transport = 'refused' THEN 'quarantined'
 						ELSE 'uncertain' END;
+		v_reason := CASE v_outcome WHEN 'done' THEN 'resolved by lookup'
+								   WHEN 'pending' THEN 'lookup: the provider never performed it; same-key retry'
+								   ELSE coalesce(p_error, 'HTTP ' || p_http_status) END;
+		v_next := CASE v_outcome WHEN 'pending' THEN now() END;
+		IF v_outcome <> 'done' THEN
+			v_response := NULL;
+		END IF;
 	ELSE
 		/* refused: never sent, and never will be (its URL is not the source's) */
 		v_outcome := CASE WHEN p_transport = 'refused' THEN 'failed'
@@ -466,23 +763,21 @@ BEGIN
 						WHEN p_http_status IN (409, 429) THEN 'pending'
 						WHEN p_http_status BETWEEN 400 AND 499 THEN 'failed'
 						ELSE 'uncertain' END;
+		v_reason := CASE WHEN v_outcome <> 'done' THEN coalesce(p_error, 'HTTP ' || p_http_status) END;
 	END IF;
 	UPDATE webhook_inbox.effect_attempts SET finished_at = clock_timestamp(), outcome = v_outcome,
 		   http_status = p_http_status, error = p_error
 	 WHERE effect_id = p_id AND claim_token = p_token;
 	UPDATE webhook_inbox.effects
 	   SET status = v_outcome, claim_token = NULL, holder = NULL, lease_expires_at = NULL, updated_at = now(),
-		   response_status = CASE WHEN p_transport = 'ok' AND (p_action = 'submit' OR v_outcome = 'done')
+		   lookup_cursor = v_cursor,
+		   response_status = CASE WHEN p_transport = 'ok' AND (p_action = 'submit' OR v_outcome IN ('done', 'failed'))
 								  THEN p_http_status ELSE response_status END,
-		   response = CASE WHEN p_transport = 'ok' AND (p_action = 'submit' OR v_outcome = 'done')
-						   THEN p_response ELSE response END,
+		   response = CASE WHEN p_transport = 'ok' AND (p_action = 'submit' OR v_outcome IN ('done', 'failed'))
+						   THEN v_response ELSE response END,
 		   uncertain_since = CASE WHEN v_outcome = 'uncertain' THEN coalesce(uncertain_since, now()) ELSE NULL END,
-		   reason = CASE v_outcome
-						WHEN 'done' THEN CASE p_action WHEN 'lookup' THEN 'resolved by lookup' END
-						WHEN 'pending' THEN CASE WHEN p_action = 'lookup' THEN 'lookup: the provider never performed it; same-key retry'
-												 ELSE coalesce(p_error, 'HTTP ' || p_http_status) END
-						ELSE coalesce(p_error, 'HTTP ' || p_http_status) END,
-		   next_attempt_at = CASE WHEN v_outcome = 'pending' AND p_action = 'lookup' THEN now()
+		   reason = v_reason,
+		   next_attempt_at = CASE WHEN v_next IS NOT NULL THEN v_next
 								  WHEN v_outcome = 'uncertain' AND e.uncertain_since IS NULL THEN now()
 								  WHEN v_outcome IN ('pending', 'uncertain') THEN now() + backoff
 								  ELSE next_attempt_at END
@@ -491,4 +786,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._effects_store(bigint, bigint, text, integer, text, text, text) IS
-	'Stores the answer to an effect''s submission or lookup under its fencing token: done, failed, pending (not performed), or uncertain.';
+	'Stores the answer to an effect''s submission, lookup or refund listing under its fencing token: done, failed, pending (not performed), or uncertain.';

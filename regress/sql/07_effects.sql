@@ -59,6 +59,28 @@ SELECT webhook_inbox.request_effect('k', 'http', '{"method": "POST", "path": "/v
 SELECT webhook_inbox.request_effect('k', 'email', '{}', owner => 'marketing');
 SELECT webhook_inbox.request_effect('k', 'email', '{}', ceiling => 10);
 SELECT webhook_inbox.request_effect('k', 'email', '{}', idempotency_key => repeat('x', 300));
+SELECT webhook_inbox.request_effect('k', 'email', '{}', idempotency_key => E'k\r\nX-Injected: 1');
+SELECT webhook_inbox.request_effect(E'k\n', 'email', '{}');
+
+-- rule templates: placeholders filled inside string values only; ids never add keys
+SELECT webhook_inbox._effect_fill('{"path": "/v1/o/{object_id}", "body": {"id": "{object_id}", "{to}": "{from}->{to}"}}', '{"object_id": "a\",\"path\":\"@evil/x", "from": "", "to": "paid"}', true);
+SELECT webhook_inbox._effect_fill('["{object_id}", 1, null, {"k": "{object_type}{to}"}]', '{"object_id": "{to}", "object_type": "order", "to": "paid"}');
+-- Stripe's form encoding, as stripe-node writes it
+SELECT webhook_inbox._form_encode('{"amount": 500, "metadata": {"order": "a b&c=d", "x": null}, "expand": ["charge", "customer"], "capture": true, "empty": {}}');
+-- what is refused before sending
+SELECT webhook_inbox._effect_refusal('POST', '/v1/refunds', 'application/json', 'k', 'Authorization', 'Bearer x') IS NULL AS ok;
+SELECT webhook_inbox._effect_refusal('post', '/v1/refunds', NULL, 'k', NULL, NULL);
+SELECT webhook_inbox._effect_refusal('POST', '//evil.example/x', NULL, 'k', NULL, NULL);
+SELECT webhook_inbox._effect_refusal('POST', '/v1/a b', NULL, 'k', NULL, NULL);
+SELECT webhook_inbox._effect_refusal('POST', '/v1/x', NULL, E'k\r\nX: 1', NULL, NULL);
+SELECT webhook_inbox._effect_refusal('POST', '/v1/x', NULL, 'k', 'X-Key:', 'v');
+SELECT webhook_inbox._effect_refusal('POST', '/v1/x', NULL, 'k', 'X-Key', E'v\n');
+SELECT webhook_inbox._effect_refusal('POST', '/v1/x', E'text/plain\r\n', 'k', NULL, NULL);
+-- how long a provider keeps idempotency keys
+SELECT webhook_inbox._effect_key_retention('stripe', '{}');
+SELECT webhook_inbox._effect_key_retention('github', '{}');
+SELECT webhook_inbox._effect_key_retention('github', '{"effects": {"key_retention": "2 hours"}}');
+SELECT webhook_inbox._effect_key_retention('stripe', '{"effects": {"key_retention": "soon"}}');
 
 -- the outbox: local consumers claim their kinds under a fencing token
 CREATE TEMP TABLE ob AS SELECT id, claim_token, kind, attempts FROM webhook_inbox.claim_effects('mailer', ARRAY['email'], 10, '1 minute');
@@ -95,3 +117,15 @@ CALL webhook_inbox.run_effects(0);
 CALL webhook_inbox.run_effects();
 SELECT effect_key, status, attempts, reason FROM webhook_inbox.effects WHERE kind = 'http' ORDER BY id;
 SELECT action, outcome, error FROM webhook_inbox.effect_attempts ORDER BY id;
+
+-- a claim records the attempt and holds the effect under a lease; Stripe bodies are form-encoded
+UPDATE webhook_inbox.effects SET next_attempt_at = now() WHERE kind = 'http' AND status = 'pending';
+CREATE TEMP TABLE cl AS SELECT * FROM webhook_inbox._effects_claim('t', 10, '15 seconds', 5, '10 seconds');
+SELECT action, method, url, content_type, body FROM cl;
+-- just before sending: a lease that still covers a request is sent; one that would end first is given back
+SELECT webhook_inbox._effects_check((SELECT effect_id FROM cl), (SELECT token FROM cl), '10 seconds');
+SELECT webhook_inbox._effects_check((SELECT effect_id FROM cl), (SELECT token FROM cl), '20 seconds');
+SELECT status, attempts, claim_token IS NULL AS released FROM webhook_inbox.effects WHERE id = (SELECT effect_id FROM cl);
+SELECT outcome, error FROM webhook_inbox.effect_attempts WHERE claim_token = (SELECT token FROM cl);
+-- and a claim that is no longer current sends nothing
+SELECT webhook_inbox._effects_check((SELECT effect_id FROM cl), (SELECT token FROM cl), '10 seconds');

@@ -243,3 +243,9 @@ CREATE TRIGGER sources_referenced_truncate BEFORE TRUNCATE
 	ON @extschema@.sources FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._sources_referenced();
 DROP INDEX @extschema@.deliveries_received_idx;
 CREATE INDEX deliveries_received_idx ON @extschema@.deliveries USING brin (received_at);
+
+-- effects: where a refund listing continues (uncertain Stripe refunds are looked
+-- for by their effect key in the PaymentIntent's refunds)
+ALTER TABLE @extschema@.effects ADD COLUMN lookup_cursor text;
+-- _effects_claim() takes http_timeout, so that a claim holds only what fits in its lease
+DROP FUNCTION @extschema@._effects_claim(text, integer, interval, integer);
