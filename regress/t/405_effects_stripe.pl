@@ -1,5 +1,5 @@
 # External effects sent to Stripe as its v1 API takes them, checked by a
-# strict Stripe-shaped provider (regress/t/provider.pl, written from the
+# strict Stripe-shaped provider (regress/t/bin/provider.pl, written from the
 # official stripe-node package): bodies form-encoded (metadata[key]=value,
 # arrays as key[0]=value), a JSON body refused, unknown parameters refused.
 # Stripe has no lookup by idempotency key: an uncertain refund is resolved by

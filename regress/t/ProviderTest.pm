@@ -1,6 +1,6 @@
 #
 # regress/t/ProviderTest.pm
-#	Helpers of the effects TAP tests that run against regress/t/provider.pl,
+#	Helpers of the effects TAP tests that run against regress/t/bin/provider.pl,
 #	the small strict Stripe-shaped provider: start one on a loopback address,
 #	read what it received, steer its faults.
 #
@@ -24,7 +24,7 @@ sub start_provider
 	my (%opt) = @_;
 	my $dir = SimTest::tmpdir();
 	my $addr = $opt{addr} // '127.0.0.1';
-	my @cmd = ($^X, 'regress/t/provider.pl', '--out', "$dir/requests.jsonl", '--state', "$dir/state.json",
+	my @cmd = ($^X, 'regress/t/bin/provider.pl', '--out', "$dir/requests.jsonl", '--state', "$dir/state.json",
 		'--addr', $addr);
 	push @cmd, '--delay-ms', $opt{delay_ms} if $opt{delay_ms};
 	my $p = SimTest::_start_listening(\@cmd, "provider on $addr");

@@ -1,6 +1,6 @@
 #!/usr/bin/perl
 #
-# regress/t/provider.pl
+# regress/t/bin/provider.pl
 #	A small strict provider for the effects TAP tests, written from Stripe's
 #	v1 API contract (the official stripe-node package: RefundCreateParams,
 #	RefundListParams, PaginationParams, stringifyRequestData) and not from
