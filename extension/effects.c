@@ -212,7 +212,9 @@ maybe_fault(const char *point)
  * non-atomic context with a transaction open and no SPI connection; it
  * commits that transaction and returns with a new one open.  With own_xacts
  * true (the background worker) it must be called outside any transaction.
- * Returns the number of effects it sent a request for.
+ * Returns the number of effects it claimed: a claim holds only what can be
+ * sent within one lease, so a caller with more to do runs it again while
+ * this is above zero.
  */
 int
 wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
@@ -221,7 +223,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 	MemoryContext oldcxt;
 	EffectJob  *jobs;
 	int			njobs = 0;
-	volatile int sent = 0;
+	volatile int claimed = 0;
 	int			rc;
 	/* a procedure: one non-atomic connection, committed after each step */
 	WiStepMode	mode = own_xacts ? WI_STEPS_OWN_XACT : WI_STEPS_NONATOMIC;
@@ -303,6 +305,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			}
 		}
 
+		claimed = njobs;
 		/* the attempts are on record before any request leaves */
 		wi_step_end(mode);
 		if (njobs > 0)
@@ -338,7 +341,6 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			oldcxt = MemoryContextSwitchTo(jobcxt);
 			perform_job(j);
 			MemoryContextSwitchTo(oldcxt);
-			sent++;
 			maybe_fault("after_send");
 
 			wi_step_begin(mode);
@@ -374,7 +376,7 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 	}
 	PG_END_TRY();
 
-	return sent;
+	return claimed;
 }
 
 /*

@@ -46,7 +46,8 @@ static WiSteps steps = {WI_STEPS_OWN_XACT, NULL, &got_sigterm};
 /*
  * One cycle of external effects (effects.c), which runs its own
  * transactions.  An error is logged and counted, and the round goes on.
- * Returns true when a full batch was taken (more may be due).
+ * Returns true when it claimed any (more may be due: a claim holds only what
+ * fits in one lease).
  */
 static bool
 effects_round(void)
@@ -65,7 +66,7 @@ effects_round(void)
 	}
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
-	return n >= wi_batch_size;
+	return n > 0;
 }
 
 static void
