@@ -22,6 +22,7 @@ CEILING_CLIENTS="${CEILING_CLIENTS:-2}"
 WRK_CONNECTIONS="${WRK_CONNECTIONS:-64}"
 WRK_THREADS="${WRK_THREADS:-2}"
 RPORT="${BENCH_RECEIVER_PORT:-$(free_port)}"
+APORT="$(free_port)"
 SECRET=whsec_bench
 
 [ -f "$PGDATA_B/postmaster.pid" ] || cluster_start
@@ -96,15 +97,15 @@ count=$(awk -v c="$ceiling" -v s="$RECEIVER_SECONDS" 'BEGIN { n = int(c * s * 3)
 	"$BENCH_WORK/req" "$SECRET" w
 
 # shellcheck disable=SC2086
-webhook-receiver --db "$CONNINFO" --listen "127.0.0.1:$RPORT" --log-level warning \
+webhook-receiver --db "$CONNINFO" --listen "127.0.0.1:$RPORT" --admin-listen "127.0.0.1:$APORT" --log-level warning \
 	${RECEIVER_ARGS:-} >"$BENCH_WORK/receiver.log" 2>&1 &
 rpid=$!
 trap 'kill $rpid 2>/dev/null || true' EXIT
 for _ in $(seq 100); do
-	curl -sf "http://127.0.0.1:$RPORT/readyz" >/dev/null 2>&1 && break
+	curl -sf "http://127.0.0.1:$APORT/readyz" >/dev/null 2>&1 && break
 	sleep 0.1
 done
-curl -sf "http://127.0.0.1:$RPORT/readyz" >/dev/null || { echo "receiver not ready" >&2; cat "$BENCH_WORK/receiver.log" >&2; exit 1; }
+curl -sf "http://127.0.0.1:$APORT/readyz" >/dev/null || { echo "receiver not ready" >&2; cat "$BENCH_WORK/receiver.log" >&2; exit 1; }
 
 counts="SELECT count(*) FILTER (WHERE d.outcome = 'new') || ' ' || count(*) FILTER (WHERE d.outcome <> 'new')
           FROM webhook_inbox.deliveries d JOIN webhook_inbox.sources s ON s.id = d.source_id WHERE s.name = 'bench'"

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <libpq-fe.h>
+
 #include "log.h"
 
 typedef enum setting_type
@@ -26,6 +28,7 @@ typedef enum setting_type
 	SET_BYTES,					/* integer with optional k/m/g suffix */
 	SET_MS,						/* duration; bare numbers in the unit below */
 	SET_LISTEN,					/* HOST:PORT */
+	SET_ADMIN,					/* HOST:PORT or off */
 	SET_LOGLEVEL
 } setting_type;
 
@@ -46,7 +49,9 @@ static const setting settings[] = {
 	{"db", SET_STRING, OFF(db), 0, 0, 0,
 	"libpq connection string of the database (required)"},
 	{"listen", SET_LISTEN, 0, 0, 0, 0,
-	"address and port to serve on (default 127.0.0.1:8080)"},
+	"address and port to serve providers on (default 127.0.0.1:8080)"},
+	{"admin-listen", SET_ADMIN, 0, 0, 0, 0,
+	"address for /metrics and /readyz, or off (default 127.0.0.1:9180)"},
 	{"tls-cert", SET_STRING, OFF(tls_cert), 0, 0, 0,
 	"PEM certificate chain; serve HTTPS (needs --tls-key)"},
 	{"tls-key", SET_STRING, OFF(tls_key), 0, 0, 0,
@@ -83,6 +88,8 @@ set_defaults(rcv_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->listen_host = strdup("127.0.0.1");
 	cfg->listen_port = 8080;
+	cfg->admin_host = strdup("127.0.0.1");
+	cfg->admin_port = 9180;
 	cfg->max_body = 1L << 20;
 	cfg->max_header = 16L << 10;
 	cfg->read_timeout_ms = 10000;
@@ -162,6 +169,9 @@ describe(const setting *s, char *buf, size_t size)
 		case SET_LISTEN:
 			snprintf(buf, size, "expected HOST:PORT");
 			break;
+		case SET_ADMIN:
+			snprintf(buf, size, "expected HOST:PORT or off");
+			break;
 		case SET_LOGLEVEL:
 			snprintf(buf, size, "expected error, warning, info or debug");
 			break;
@@ -180,6 +190,47 @@ describe(const setting *s, char *buf, size_t size)
 			snprintf(buf, size, "expected an integer between %ld and %ld",
 					 s->min, s->max);
 	}
+}
+
+/*
+ * parse_hostport
+ *		"HOST:PORT" or "[v6]:PORT" into *host (replacing it) and *port.
+ *		Returns 0, or -1 leaving both as they were.
+ */
+static int
+parse_hostport(const char *value, char **host, int *port)
+{
+	const char *colon = strrchr(value, ':');
+	char	   *end;
+	char	   *h;
+	long		p;
+
+	if (colon == NULL || colon == value)
+		return -1;
+	errno = 0;
+	p = strtol(colon + 1, &end, 10);
+	if (errno || *end || end == colon + 1 || p < 0 || p > 65535)
+		return -1;
+	h = strndup(value, (size_t) (colon - value));
+	if (h == NULL)
+		return -1;
+	/* [::1]:8080 */
+	if (h[0] == '[')
+	{
+		size_t		n = strlen(h);
+
+		if (n < 3 || h[n - 1] != ']')
+		{
+			free(h);
+			return -1;
+		}
+		memmove(h, h + 1, n - 2);
+		h[n - 2] = '\0';
+	}
+	free(*host);
+	*host = h;
+	*port = (int) p;
+	return 0;
 }
 
 /*
@@ -207,32 +258,20 @@ apply(rcv_config *cfg, const setting *s, const char *value, const char *where)
 				return *slot ? 0 : -1;
 			}
 		case SET_LISTEN:
+			if (parse_hostport(value, &cfg->listen_host, &cfg->listen_port) != 0)
+				goto bad;
+			return 0;
+		case SET_ADMIN:
+			if (strcmp(value, "off") == 0)
 			{
-				const char *colon = strrchr(value, ':');
-				char	   *end;
-				long		port;
-
-				if (colon == NULL || colon == value)
-					goto bad;
-				errno = 0;
-				port = strtol(colon + 1, &end, 10);
-				if (errno || *end || end == colon + 1 || port < 0 || port > 65535)
-					goto bad;
-				free(cfg->listen_host);
-				cfg->listen_host = strndup(value, (size_t) (colon - value));
-				cfg->listen_port = (int) port;
-				/* [::1]:8080 */
-				if (cfg->listen_host[0] == '[')
-				{
-					size_t		n = strlen(cfg->listen_host);
-
-					if (n < 3 || cfg->listen_host[n - 1] != ']')
-						goto bad;
-					memmove(cfg->listen_host, cfg->listen_host + 1, n - 2);
-					cfg->listen_host[n - 2] = '\0';
-				}
+				free(cfg->admin_host);
+				cfg->admin_host = NULL;
+				cfg->admin_port = 0;
 				return 0;
 			}
+			if (parse_hostport(value, &cfg->admin_host, &cfg->admin_port) != 0)
+				goto bad;
+			return 0;
 		case SET_LOGLEVEL:
 			{
 				rcv_log_level l;
@@ -351,7 +390,7 @@ rcv_config_usage(FILE *out)
 			"webhook_inbox.intake(), acknowledging only what was committed.\n\n"
 			"Usage: webhook-receiver --db CONNINFO [--listen HOST:PORT] [options]\n\n"
 			"Options:\n"
-			"  --config FILE             read settings (key = value) from FILE first\n");
+			"  --config FILE                read settings (key = value) from FILE first\n");
 	for (size_t i = 0; i < NSETTINGS; i++)
 	{
 		char		flag[48];
@@ -361,12 +400,13 @@ rcv_config_usage(FILE *out)
 		snprintf(flag, sizeof(flag), "--%s %s", settings[i].name,
 				 settings[i].type == SET_STRING ? "VALUE" :
 				 settings[i].type == SET_LISTEN ? "HOST:PORT" :
+				 settings[i].type == SET_ADMIN ? "HOST:PORT|off" :
 				 settings[i].type == SET_LOGLEVEL ? "LEVEL" : "N");
-		fprintf(out, "  %-25s %s\n", flag, settings[i].help);
+		fprintf(out, "  %-28s %s\n", flag, settings[i].help);
 	}
 	fprintf(out,
-			"  --help                    show this help and exit\n"
-			"  --version                 show the version and exit\n\n"
+			"  --help                       show this help and exit\n"
+			"  --version                    show the version and exit\n\n"
 			"Signals: SIGHUP reloads sources; SIGTERM/SIGINT drain and exit.\n"
 			"See docs/receiver.md for routes, status codes and metrics.\n");
 }
@@ -451,12 +491,20 @@ rcv_config_load(rcv_config *cfg, int argc, char **argv)
 		if ((v = flag_value(argc, argv, &i, name)) == NULL ||
 			apply(cfg, s, v, "") != 0)
 			return -1;
+		if (strcmp(s->name, "db") == 0)
+			cfg->db_from_flag = 1;
 	}
 
 	/* settings that only make sense together */
 	if (cfg->db == NULL)
 	{
 		fprintf(stderr, "webhook-receiver: missing setting db (a libpq connection string)\n");
+		return -1;
+	}
+	if (cfg->admin_host && cfg->admin_port == cfg->listen_port && cfg->admin_port != 0 &&
+		strcmp(cfg->admin_host, cfg->listen_host) == 0)
+	{
+		fprintf(stderr, "webhook-receiver: invalid value for admin-listen: it must differ from listen\n");
 		return -1;
 	}
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))
@@ -468,11 +516,33 @@ rcv_config_load(rcv_config *cfg, int argc, char **argv)
 	return 0;
 }
 
+/*
+ * rcv_conninfo_has_password
+ *		1 when the connection string (key = value or URI) sets a password,
+ *		so that the caller can warn that the command line shows it; 0 when
+ *		it does not or cannot be parsed (libpq reports that itself).
+ */
+int
+rcv_conninfo_has_password(const char *conninfo)
+{
+	PQconninfoOption *opts = PQconninfoParse(conninfo, NULL);
+	int			found = 0;
+
+	if (opts == NULL)
+		return 0;
+	for (PQconninfoOption *o = opts; o->keyword; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val && o->val[0] != '\0')
+			found = 1;
+	PQconninfoFree(opts);
+	return found;
+}
+
 void
 rcv_config_free(rcv_config *cfg)
 {
 	free(cfg->db);
 	free(cfg->listen_host);
+	free(cfg->admin_host);
 	free(cfg->tls_cert);
 	free(cfg->tls_key);
 	memset(cfg, 0, sizeof(*cfg));

@@ -12,8 +12,11 @@
 typedef struct rcv_config
 {
 	char	   *db;				/* libpq connection string */
+	int			db_from_flag;	/* db came from the command line (ps shows it) */
 	char	   *listen_host;
 	int			listen_port;
+	char	   *admin_host;		/* NULL: no admin listener (--admin-listen off) */
+	int			admin_port;
 	char	   *tls_cert;
 	char	   *tls_key;
 	long		max_body;		/* bytes */
@@ -37,5 +40,8 @@ typedef struct rcv_config
 extern int	rcv_config_load(rcv_config *cfg, int argc, char **argv);
 extern void rcv_config_free(rcv_config *cfg);
 extern void rcv_config_usage(FILE *out);
+
+/* Does the libpq connection string carry a password?  (Never says which.) */
+extern int	rcv_conninfo_has_password(const char *conninfo);
 
 #endif							/* RCV_CONFIG_H */

@@ -3,8 +3,11 @@
  *		The receiver's HTTP server (libevent evhttp, optionally over TLS):
  *		routing, limits, verification of each delivery, and the replies.
  *
- * Routes:
+ * Routes of the public listener (--listen), the one providers reach:
  *	POST /hooks/{source}	verify, hand to batch.c, answer after COMMIT
+ *	GET  /healthz			the process is alive
+ * Routes of the admin listener (--admin-listen, loopback by default), kept
+ * off the public one because they show every source's name and traffic:
  *	GET  /healthz			the process is alive
  *	GET  /readyz			database ready and sources loaded
  *	GET  /metrics			Prometheus text format
@@ -26,6 +29,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -67,6 +73,8 @@ static struct
 	SSL_CTX    *tls;
 	struct evhttp *http;
 	struct evhttp_bound_socket *bound;
+	struct evhttp *admin;		/* NULL with --admin-listen off */
+	struct evhttp_bound_socket *admin_bound;
 	conn	   *conns;
 	conn	   *hash[CONN_BUCKETS];
 	int			nconns;
@@ -611,7 +619,23 @@ request_done(struct evhttp_request *req, void *arg)
 		arm_deadline(c);
 }
 
-/* evhttp's callback for every complete request. */
+/* The readiness answer, for load balancers and operators. */
+static void
+handle_readyz(struct evhttp_request *req)
+{
+	if (!is_get(req))
+		return;
+	if (h.stopping)
+		reply(req, NULL, NULL, 503, "shutting down", NULL);
+	else if (!rcv_batch_db_ready())
+		reply(req, NULL, NULL, 503, "database not ready", NULL);
+	else if (!rcv_batch_sources_loaded())
+		reply(req, NULL, NULL, 503, "sources not loaded", NULL);
+	else
+		reply(req, NULL, NULL, 200, "ready", NULL);
+}
+
+/* evhttp's callback for every complete request on the public listener. */
 static void
 handle(struct evhttp_request *req, void *arg)
 {
@@ -635,26 +659,70 @@ handle(struct evhttp_request *req, void *arg)
 		if (is_get(req))
 			reply(req, NULL, NULL, 200, "ok", NULL);
 	}
-	else if (strcmp(path, "/readyz") == 0)
+	else
+		/* /metrics and /readyz included: they are the admin listener's */
+		reply(req, "", "-", 404, "not found", "no_such_route");
+}
+
+/* evhttp's callback for every request on the admin listener. */
+static void
+handle_admin(struct evhttp_request *req, void *arg)
+{
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+
+	(void) arg;
+	if (path == NULL)
+		path = "";
+	if (strcmp(path, "/healthz") == 0)
 	{
-		if (!is_get(req))
-			return;
-		if (h.stopping)
-			reply(req, NULL, NULL, 503, "shutting down", NULL);
-		else if (!rcv_batch_db_ready())
-			reply(req, NULL, NULL, 503, "database not ready", NULL);
-		else if (!rcv_batch_sources_loaded())
-			reply(req, NULL, NULL, 503, "sources not loaded", NULL);
-		else
-			reply(req, NULL, NULL, 200, "ready", NULL);
+		if (is_get(req))
+			reply(req, NULL, NULL, 200, "ok", NULL);
 	}
+	else if (strcmp(path, "/readyz") == 0)
+		handle_readyz(req);
 	else if (strcmp(path, "/metrics") == 0)
 	{
 		if (is_get(req))
 			handle_metrics(req);
 	}
 	else
-		reply(req, "", "-", 404, "not found", "no_such_route");
+		reply(req, NULL, NULL, 404, "not found", NULL);
+}
+
+/*
+ * start_admin
+ *		The admin listener: plain HTTP, small requests, no connection
+ *		tracking (it is not where providers or the public come in).
+ *		Returns 0, or -1 after logging why.
+ */
+static int
+start_admin(struct event_base *base, const rcv_config *cfg)
+{
+	struct timeval tv = {cfg->read_timeout_ms / 1000, (cfg->read_timeout_ms % 1000) * 1000};
+
+	h.admin = evhttp_new(base);
+	if (h.admin == NULL)
+		return -1;
+	evhttp_set_allowed_methods(h.admin, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
+							   EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+							   EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+							   EVHTTP_REQ_PATCH);
+	evhttp_set_max_body_size(h.admin, 4096);
+	evhttp_set_max_headers_size(h.admin, cfg->max_header);
+	evhttp_set_timeout_tv(h.admin, &tv);
+	evhttp_set_gencb(h.admin, handle_admin, NULL);
+	h.admin_bound = evhttp_bind_socket_with_handle(h.admin, cfg->admin_host,
+												   (ev_uint16_t) cfg->admin_port);
+	if (h.admin_bound == NULL)
+	{
+		rcv_log(RCV_LOG_ERROR, "cannot listen on %s:%d (admin-listen)", cfg->admin_host,
+				cfg->admin_port);
+		return -1;
+	}
+	rcv_log(RCV_LOG_INFO, "admin (metrics, readyz) listening on http://%s:%d", cfg->admin_host,
+			rcv_http_port(1));
+	return 0;
 }
 
 /*
@@ -693,7 +761,9 @@ rcv_http_start(struct event_base *base, const rcv_config *cfg, SSL_CTX *tls)
 		return -1;
 	}
 	rcv_log(RCV_LOG_INFO, "listening on %s://%s:%d", tls ? "https" : "http",
-			cfg->listen_host, cfg->listen_port);
+			cfg->listen_host, rcv_http_port(0));
+	if (cfg->admin_host && start_admin(base, cfg) != 0)
+		return -1;
 	return 0;
 }
 
@@ -723,6 +793,29 @@ rcv_http_shutdown(void (*closed) (void))
 		notify_closed();
 }
 
+/*
+ * rcv_http_port
+ *		The port the public (admin 0) or admin (admin 1) listener is bound
+ *		to, which is the kernel's choice when the configured one is 0; 0 when
+ *		that listener is not open.
+ */
+int
+rcv_http_port(int admin)
+{
+	struct evhttp_bound_socket *b = admin ? h.admin_bound : h.bound;
+	struct sockaddr_storage ss;
+	socklen_t	len = sizeof(ss);
+
+	if (b == NULL ||
+		getsockname(evhttp_bound_socket_get_fd(b), (struct sockaddr *) &ss, &len) != 0)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *) &ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *) &ss)->sin6_port);
+	return 0;
+}
+
 int
 rcv_http_connections(void)
 {
@@ -736,4 +829,8 @@ rcv_http_free(void)
 	if (h.http)
 		evhttp_free(h.http);
 	h.http = NULL;
+	if (h.admin)
+		evhttp_free(h.admin);
+	h.admin = NULL;
+	h.admin_bound = NULL;
 }

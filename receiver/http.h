@@ -16,6 +16,7 @@ extern int	rcv_http_start(struct event_base *base, const rcv_config *cfg,
 extern void rcv_http_complete(rcv_delivery *d, int committed);
 extern void rcv_http_shutdown(void (*closed) (void));
 extern int	rcv_http_connections(void);
+extern int	rcv_http_port(int admin);
 extern void rcv_http_free(void);
 
 #endif							/* RCV_HTTP_H */

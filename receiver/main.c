@@ -104,6 +104,33 @@ on_hup(evutil_socket_t sig, short what, void *arg)
 }
 
 /*
+ * hide_db_password
+ *		A password in --db is visible to every local user in ps and
+ *		/proc/PID/cmdline.  Say so once (without the secret), and overwrite
+ *		the argument in place so that it is visible for as short a time as
+ *		possible; the copy in cfg is what the receiver uses.
+ */
+static void
+hide_db_password(int argc, char **argv)
+{
+	if (!cfg.db_from_flag || !rcv_conninfo_has_password(cfg.db))
+		return;
+	rcv_log(RCV_LOG_WARNING, "--db carries a password, which ps shows to every local user: "
+			"use a passfile (~/.pgpass, PGPASSFILE or passfile=), PGPASSWORD, or db in the --config file");
+	for (int i = 1; i < argc; i++)
+	{
+		char	   *v = NULL;
+
+		if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
+			v = argv[i + 1];
+		else if (strncmp(argv[i], "--db=", 5) == 0)
+			v = argv[i] + 5;
+		if (v)
+			memset(v, 'x', strlen(v));
+	}
+}
+
+/*
  * make_tls
  *		Server TLS context from the configured PEM files, or NULL after a
  *		one-line error naming the setting.
@@ -154,6 +181,7 @@ main(int argc, char **argv)
 		return r > 0 ? 0 : 2;
 	}
 	rcv_log_min_level = (rcv_log_level) cfg.log_level;
+	hide_db_password(argc, argv);
 	signal(SIGPIPE, SIG_IGN);
 
 	if (cfg.tls_cert && (tls = make_tls()) == NULL)

@@ -14,6 +14,7 @@
 #
 # Settings (environment or make variables):
 #   WI_PORT (8080) receiver port      WI_SIM_PORT (8081) provider API port
+#   WI_ADMIN_PORT (9180) receiver's admin port (/metrics, /readyz)
 #   WI_PGPORT (5433) PostgreSQL port  WI_EVENTS (2000)   stream size
 #   WI_OBJECTS (200)                  WI_SEED (42)
 #   WI_DUPLICATE (0.1) WI_DROP (0.05) WI_REORDER_MS (300) WI_RATE (400/s)
@@ -25,6 +26,7 @@ ROOT="$(pwd)"
 PGPORT="${WI_PGPORT:-5433}"
 PORT="${WI_PORT:-8080}"
 SIM_PORT="${WI_SIM_PORT:-8081}"
+ADMIN_PORT="${WI_ADMIN_PORT:-9180}"
 EVENTS="${WI_EVENTS:-2000}"
 OBJECTS="${WI_OBJECTS:-200}"
 SEED="${WI_SEED:-42}"
@@ -130,13 +132,14 @@ cleanup()
 trap cleanup INT TERM EXIT
 
 receiver/webhook-receiver --db "host=$RUN port=$PGPORT user=demo_receiver dbname=postgres" \
-	--listen "127.0.0.1:$PORT" --log-level warning > "$RUN/receiver.log" 2>&1 &
+	--listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" --log-level warning \
+	> "$RUN/receiver.log" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 1 100); do
-	curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
+	curl -fsS "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null 2>&1 && break
 	sleep 0.1
 done
-curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null || { echo "receiver did not become ready; see $RUN/receiver.log"; exit 1; }
+curl -fsS "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null || { echo "receiver did not become ready; see $RUN/receiver.log"; exit 1; }
 
 tools/webhook-sim serve --listen "127.0.0.1:$SIM_PORT" --seed "$SEED" --objects "$OBJECTS" \
 	--events "$EVENTS" --stripe "demo-stripe:$STRIPE_SECRET" --shopify "demo-shop:$SHOP_SECRET" \
@@ -153,7 +156,7 @@ done
 cat <<MSG
 webhook_inbox demo: $EVENTS events over $OBJECTS objects, seed $SEED,
 chaos: duplicate $DUPLICATE, drop $DROP, reorder up to ${REORDER_MS} ms.
-  receiver  http://127.0.0.1:$PORT/hooks/{source}   (metrics: /metrics)
+  receiver  http://127.0.0.1:$PORT/hooks/{source}   (metrics: http://127.0.0.1:$ADMIN_PORT/metrics)
   provider  $SIM  (webhook-sim)
   database  psql -h 127.0.0.1 -p $PGPORT -U postgres
 MSG

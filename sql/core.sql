@@ -426,16 +426,25 @@ $$;
 COMMENT ON FUNCTION @extschema@.retire_secret(text, text) IS
 	'Removes a signing secret (never the last one). Returns the number of current secrets.';
 
+/*
+ * All the receiver's role can read: what verifying a delivery needs, of
+ * enabled sources only.  Their current signing secrets (several during a
+ * rotation) and, of the settings, only the keys of the hmac scheme; never
+ * api_token, the rest of settings, disabled sources or retired secrets.
+ */
 CREATE FUNCTION @extschema@.receiver_sources()
 RETURNS TABLE (name text, kind text, signing_secrets text[], tolerance_seconds integer, settings jsonb)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-	SELECT s.name, s.kind, s.signing_secrets, extract(epoch FROM s.tolerance)::integer, s.settings
+	SELECT s.name, s.kind, s.signing_secrets, extract(epoch FROM s.tolerance)::integer,
+		   coalesce((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(s.settings) e
+					  WHERE e.key IN ('header', 'prefix', 'encoding', 'timestamp_header', 'template', 'id_header')),
+					'{}'::jsonb)
 	  FROM webhook_inbox.sources s
 	 WHERE s.enabled
 	 ORDER BY s.name
 $$;
 COMMENT ON FUNCTION @extschema@.receiver_sources() IS
-	'What the receiver needs to verify deliveries: enabled sources with their secrets.';
+	'What the receiver needs to verify deliveries, and nothing else: enabled sources with their current secrets and the hmac verification settings (header, prefix, encoding, timestamp_header, template, id_header); never api_token.';
 
 CREATE FUNCTION @extschema@._sources_changed() RETURNS trigger
 LANGUAGE plpgsql AS $$

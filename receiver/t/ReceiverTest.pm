@@ -20,7 +20,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
 
-our @EXPORT = qw(new_node start_receiver stop_receiver sign post http_get curl
+our @EXPORT = qw(new_node start_receiver stop_receiver sign post http_get admin_get curl
   poll_until inbox_count deliveries_count metric receiver_bin wait_reload);
 
 my $seq = 0;
@@ -64,29 +64,44 @@ sub poll_until
 	return 0;
 }
 
-# Start a receiver for $node; returns a hash with url, port, pid, harness.
-# Waits until /readyz answers 200.
+# Start a receiver for $node; returns a hash with url, port, admin (the
+# admin listener's URL), pid, harness.  Waits until the admin listener's
+# /readyz answers 200 (with --admin-listen off: the public /healthz).
+# %env: environment variables for the receiver only (PGPASSWORD …).
 sub start_receiver
 {
 	my ($node, @extra) = @_;
+	my %env = ref $extra[0] eq 'HASH' ? %{ shift @extra } : ();
 	my %r;
 	$r{port} = PostgreSQL::Test::Cluster::get_free_port();
 	$r{scheme} = (grep { $_ eq '--tls-cert' } @extra) ? 'https' : 'http';
 	$r{url} = "$r{scheme}://127.0.0.1:$r{port}";
 	$r{log} = '';
 	$r{out} = '';
-	my $db = $node->connstr('postgres') . ' user=rcv';
+	my @admin;
+	if (!grep { /^--admin-listen/ } @extra)
+	{
+		$r{admin_port} = PostgreSQL::Test::Cluster::get_free_port();
+		@admin = ('--admin-listen', "127.0.0.1:$r{admin_port}");
+	}
+	$r{admin} = "http://127.0.0.1:$r{admin_port}" if $r{admin_port};
+	my $db = $env{_db} // ($node->connstr('postgres') . ' user=rcv');
+	delete $env{_db};
 	my @cmd = (receiver_bin(), '--db', $db, '--listen', "127.0.0.1:$r{port}",
-		'--batch-delay', '5', @extra);
-	$r{harness} = IPC::Run::start(\@cmd, '>', \$r{out}, '2>', \$r{log});
+		'--batch-delay', '5', @admin, @extra);
+	{
+		local @ENV{ keys %env } = values %env;
+		$r{harness} = IPC::Run::start(\@cmd, '>', \$r{out}, '2>', \$r{log});
+	}
 	$r{pid} = $r{harness}->{KIDS}[0]{PID};
 	my $ready = poll_until(
 		sub {
 			$r{harness}->pump_nb;
+			return admin_get(\%r, '/readyz')->{status} == 200 if $r{admin};
 			my $res =
 			    $r{scheme} eq 'https'
-			  ? curl(\%r, 'GET', '/readyz')
-			  : http_get(\%r, '/readyz');
+			  ? curl(\%r, 'GET', '/healthz')
+			  : http_get(\%r, '/healthz');
 			return $res->{status} == 200;
 		},
 		'receiver ready',
@@ -124,6 +139,13 @@ sub http_get
 {
 	my ($r, $path) = @_;
 	return HTTP::Tiny->new(timeout => 10)->get($r->{url} . $path);
+}
+
+# GET from the admin listener (/metrics, /readyz).
+sub admin_get
+{
+	my ($r, $path) = @_;
+	return HTTP::Tiny->new(timeout => 10)->get($r->{admin} . $path);
 }
 
 # POST a body with headers (hashref) to /hooks/$source.
@@ -233,7 +255,7 @@ sub deliveries_count
 sub metric
 {
 	my ($r, $sample) = @_;
-	my $res = http_get($r, '/metrics');
+	my $res = admin_get($r, '/metrics');
 	return undef unless $res->{success};
 	for my $line (split /\n/, $res->{content})
 	{

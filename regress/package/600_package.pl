@@ -64,13 +64,15 @@ for my $name ('webhook-receiver', 'webhook-sim')
 }
 
 # the packaged receiver with the packaged configuration (flags override its
-# db and listen): ready, reloads on SIGHUP, drains and exits 0 on SIGTERM
+# db, listen and admin-listen): ready (on the admin listener), reloads on
+# SIGHUP, drains and exits 0 on SIGTERM
 $node->safe_psql('postgres', q{CREATE EXTENSION webhook_inbox});
 $node->safe_psql('postgres', q{SELECT webhook_inbox.create_source('pkg-stripe', 'stripe', 'whsec_pkg')});
 my $port = PostgreSQL::Test::Cluster::get_free_port();
+my $admin = PostgreSQL::Test::Cluster::get_free_port();
 my ($rout, $rerr) = ('', '');
 my $receiver = IPC::Run::start([ "$root/usr/bin/webhook-receiver", '--config', $ENV{WI_PKG_CONF},
-		'--db', $node->connstr('postgres'), '--listen', "127.0.0.1:$port" ],
+		'--db', $node->connstr('postgres'), '--listen', "127.0.0.1:$port", '--admin-listen', "127.0.0.1:$admin" ],
 	'>', \$rout, '2>', \$rerr);
 my $http = HTTP::Tiny->new(timeout => 5);
 sub wait_ready
@@ -78,7 +80,7 @@ sub wait_ready
 	my $deadline = Time::HiRes::time() + 20;
 	while (Time::HiRes::time() < $deadline)
 	{
-		my $r = $http->get("http://127.0.0.1:$port/readyz");
+		my $r = $http->get("http://127.0.0.1:$admin/readyz");
 		return 1 if $r->{status} == 200;
 		Time::HiRes::sleep(0.1);
 	}

@@ -46,7 +46,7 @@ SELECT webhook_inbox.retire_secret('stripe1', 'whsec_next');
 SELECT webhook_inbox.retire_secret('stripe1', 'whsec_never');
 SELECT webhook_inbox.retire_secret('nosuch', 'x');
 
--- what the receiver loads: enabled sources only
+-- what the receiver loads: enabled sources only, and of settings only the hmac verification keys
 UPDATE webhook_inbox.sources SET enabled = false WHERE name = 'cko1';
 SELECT name, kind, signing_secrets, tolerance_seconds, settings FROM webhook_inbox.receiver_sources();
 

@@ -124,7 +124,7 @@ my $r = start_receiver($node, '--config', "$tmp/good.conf");
 like($r->{url}, qr/:\d+$/, 'receiver configured by file is ready');
 
 is(http_get($r, '/healthz')->{status}, 200, 'healthz: 200');
-is(http_get($r, '/readyz')->{content}, 'ready', 'readyz: ready');
+is(admin_get($r, '/readyz')->{content}, 'ready', 'readyz (admin listener): ready');
 {
 	my $res = HTTP::Tiny->new->request('POST', "$r->{url}/healthz");
 	is($res->{status}, 405, 'healthz: POST is 405');
@@ -250,8 +250,8 @@ is(http_get($r, '/readyz')->{content}, 'ready', 'readyz: ready');
 
 # metrics
 {
-	my $m = http_get($r, '/metrics');
-	is($m->{status}, 200, 'metrics: 200');
+	my $m = admin_get($r, '/metrics');
+	is($m->{status}, 200, 'metrics (admin listener): 200');
 	like($m->{headers}{'content-type'}, qr{^text/plain; version=0\.0\.4}, 'metrics: Prometheus content type');
 	like($m->{content}, qr/^webhook_receiver_requests_total\{source="gh",status="200"\} \d+$/m,
 		'metrics: requests by source and status');

@@ -92,7 +92,7 @@ for my $mode ('fast', 'immediate')
 	$node->stop($mode);
 	ok(poll_until(sub { count_status($round, qr/^503$/) >= 20 }, '503s', 30),
 		"$mode: database down answers 503");
-	is(http_get($r, '/readyz')->{status}, 503, "$mode: not ready while the database is down");
+	is(admin_get($r, '/readyz')->{status}, 503, "$mode: not ready while the database is down");
 	like(metric($r, 'webhook_receiver_db_up'), qr/^0$/, "$mode: db_up gauge is 0");
 
 	my $before = count_status($round, qr/^200$/);

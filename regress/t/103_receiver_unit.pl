@@ -2,9 +2,11 @@
 # 103_receiver_unit.pl
 #	The receiver's database-free checks inside the TAP suite: the
 #	known-answer test of every scheme (receiver/test_verify.c, including the
-#	published examples of Standard Webhooks, GitHub and Slack), and a short
-#	bounded run of the libFuzzer harness when clang can build it.  Both are
-#	compiled into a temporary directory, so the tree may be read-only.
+#	published examples of Standard Webhooks, GitHub and Slack), and short
+#	bounded runs of the two libFuzzer harnesses when clang can build them:
+#	header parsing and verification (fuzz_verify.c), and HTTP request
+#	handling through the real http.c (fuzz_http.c).  All are compiled into a
+#	temporary directory, so the tree may be read-only.
 
 use strict;
 use warnings;
@@ -44,6 +46,32 @@ SKIP:
 	ok($ok, 'fuzz harness: 5 s without a crash, leak or sanitizer report')
 	  or diag(substr($err, -3000));
 	like($err, qr/Done \d+ runs/, 'fuzz harness: ran to its time limit');
+}
+
+SKIP:
+{
+	my @pkgs = qw(libevent libevent_openssl openssl);
+	chomp(my $cflags = `pkg-config --cflags @pkgs 2>/dev/null`);
+	chomp(my $libs = `pkg-config --libs @pkgs 2>/dev/null`);
+	chomp(my $pginc = `pg_config --includedir`);
+	chomp(my $pglib = `pg_config --libdir`);
+	($out, $err) = ('', '');
+	IPC::Run::run(
+		[ 'clang', '-Wall', '-Wextra', '-Werror', '-g', '-O1', '-fsanitize=fuzzer,address,undefined',
+		  '-Ireceiver', "-I$pginc", split(' ', $cflags), '-o', "$tmp/fuzz-http", 'receiver/fuzz/fuzz_http.c',
+		  (map { "receiver/$_" } qw(http.c metrics.c sources.c)), @pure,
+		  split(' ', $libs), "-L$pglib", '-lpq' ],
+		'>', \$out, '2>', \$err)
+	  or skip('clang with libFuzzer (or libevent for it) is not available', 2);
+	mkdir "$tmp/corpus-http";
+	($out, $err) = ('', '');
+	my $ok = IPC::Run::run(
+		[ "$tmp/fuzz-http", '-max_total_time=5', '-max_len=4096',
+		  "$tmp/corpus-http", 'receiver/fuzz/seeds-http' ],
+		'>', \$out, '2>', \$err);
+	ok($ok, 'HTTP fuzz harness: 5 s without a crash, leak, sanitizer report or a wrong answer')
+	  or diag(substr($err, -3000));
+	like($err, qr/Done \d+ runs/, 'HTTP fuzz harness: ran to its time limit');
 }
 
 done_testing();
