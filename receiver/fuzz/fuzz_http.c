@@ -8,7 +8,8 @@
  *		turn, or fails it, as the input says.
  *
  * Input layout: byte 0 chooses the listener (bit 0: admin), whether the
- * database is ready (bit 1) and whether a batch commits (bit 2); the rest
+ * database is ready (bit 1), whether a batch commits (bit 2) and whether
+ * the database refuses the delivery on its own (bit 3: 400); the rest
  * is written as-is to a fresh connection, which is then half-closed, so
  * one input may hold several pipelined requests, a partial one, or
  * garbage.  Each input's connection is served until the receiver closes it.
@@ -46,6 +47,7 @@ static rcv_config cfg;
 static int	ports[2];
 static int	db_ready = 1;
 static int	commits = 1;
+static int	refuses = 0;		/* the database refuses the delivery alone */
 static int	pending;			/* deliveries handed to the stand-in */
 
 /* ---------------------------------------------------------------------
@@ -61,7 +63,10 @@ complete_later(evutil_socket_t fd, short what, void *arg)
 	(void) what;
 	pending--;
 	if (commits)
-		snprintf(d->outcome, sizeof(d->outcome), "new");
+	{
+		d->status = refuses ? 400 : 200;
+		snprintf(d->outcome, sizeof(d->outcome), refuses ? "id_too_long" : "new");
+	}
 	rcv_http_complete(d, commits);
 }
 
@@ -73,7 +78,7 @@ rcv_batch_submit(rcv_delivery *d)
 	if (!db_ready)
 		return -1;
 	/* what http.c hands over must be what batch.c reads */
-	if (d->source == NULL || d->headers == NULL || d->headers[0] != '{' ||
+	if (d->source == NULL || d->headers == NULL || d->npairs < 1 || d->headers_len == 0 ||
 		(d->len > 0 && d->body == NULL) || (long) d->len > cfg.max_body)
 		abort();
 	pending++;
@@ -264,6 +269,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	admin = data[0] & 1;
 	db_ready = (data[0] & 2) == 0;
 	commits = (data[0] & 4) == 0;
+	refuses = (data[0] & 8) != 0;
 	fd = connect_to(ports[admin]);
 	if (fd < 0)
 		abort();
