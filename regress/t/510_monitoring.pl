@@ -81,8 +81,8 @@ is($good->{status}, 200, 'a signed delivery is accepted');
 my $bad = post($r, 'mon_gh', sign('github', 'wrong', $body, id => 'mon-2', event => 'issues'), $body);
 is($bad->{status}, 401, 'a wrongly signed delivery is refused');
 
-my $rmetrics = http_get($r, '/metrics');
-is($rmetrics->{status}, 200, 'the receiver serves /metrics');
+my $rmetrics = admin_get($r, '/metrics');
+is($rmetrics->{status}, 200, 'the receiver serves /metrics (on its admin listener)');
 {
 	my ($rc, $out) = promtool($rmetrics->{content}, 'check', 'metrics');
 	is($rc, 0, "the receiver's /metrics passes promtool check metrics");
