@@ -140,7 +140,7 @@ rule_files:
 scrape_configs:
   - job_name: receiver
     static_configs:
-      - targets: ['127.0.0.1:$r->{port}']
+      - targets: ['127.0.0.1:$r->{admin_port}']
   - job_name: postgres
     static_configs:
       - targets: ['127.0.0.1:$eport']
