@@ -718,7 +718,11 @@ BEGIN
 				page := NULL;
 			END;
 		END IF;
-		IF jsonb_typeof(page -> 'data') IS DISTINCT FROM 'array' THEN
+		IF p_transport = 'refused' THEN
+			/* the listing could not be sent to the source's origin: a person decides */
+			v_outcome := 'quarantined';
+			v_reason := p_error;
+		ELSIF jsonb_typeof(page -> 'data') IS DISTINCT FROM 'array' THEN
 			v_outcome := 'uncertain';
 			v_reason := 'lookup: listing refunds failed: ' || coalesce(p_error, 'HTTP ' || p_http_status);
 			v_cursor := e.lookup_cursor;
