@@ -68,6 +68,14 @@ sub poll_until
 # admin listener's URL), pid, harness.  Waits until the admin listener's
 # /readyz answers 200 (with --admin-listen off: the public /healthz).
 # %env: environment variables for the receiver only (PGPASSWORD …).
+#
+# The receiver's stdout and stderr go to files, and $r->{log} / $r->{out}
+# read those files each time they are used.  They must not be pipes: the
+# receiver writes its log synchronously, and a pipe that the test drains
+# only when it calls pump_nb fills up (64 kB: a few seconds of 503 lines
+# during an outage) and then blocks the receiver's event loop in write(2)
+# - it stops reconnecting and answering until the test reads the pipe.
+# Calling $r->{harness}->pump_nb is harmless and no longer needed.
 sub start_receiver
 {
 	my ($node, @extra) = @_;
@@ -76,8 +84,10 @@ sub start_receiver
 	$r{port} = PostgreSQL::Test::Cluster::get_free_port();
 	$r{scheme} = (grep { $_ eq '--tls-cert' } @extra) ? 'https' : 'http';
 	$r{url} = "$r{scheme}://127.0.0.1:$r{port}";
-	$r{log} = '';
-	$r{out} = '';
+	my $dir = PostgreSQL::Test::Utils::tempdir('receiver');
+	my ($logfile, $outfile) = ("$dir/stderr", "$dir/stdout");
+	tie $r{log}, 'ReceiverTest::File', $logfile;
+	tie $r{out}, 'ReceiverTest::File', $outfile;
 	my @admin;
 	if (!grep { /^--admin-listen/ } @extra)
 	{
@@ -91,7 +101,7 @@ sub start_receiver
 		'--batch-delay', '5', @admin, @extra);
 	{
 		local @ENV{ keys %env } = values %env;
-		$r{harness} = IPC::Run::start(\@cmd, '>', \$r{out}, '2>', \$r{log});
+		$r{harness} = IPC::Run::start(\@cmd, '<', \undef, '>', $outfile, '2>', $logfile);
 	}
 	$r{pid} = $r{harness}->{KIDS}[0]{PID};
 	my $ready = poll_until(
@@ -278,6 +288,30 @@ sub wait_reload
 		},
 		'source reload');
 	return time - $t0;
+}
+
+# A scalar that reads as the current contents of a file (read-only).
+package ReceiverTest::File;
+
+sub TIESCALAR
+{
+	my ($class, $path) = @_;
+	return bless { path => $path }, $class;
+}
+
+sub FETCH
+{
+	my ($self) = @_;
+	open(my $fh, '<', $self->{path}) or return '';
+	local $/;
+	my $text = <$fh>;
+	close $fh;
+	return $text // '';
+}
+
+sub STORE
+{
+	die "ReceiverTest: the receiver's output is read-only\n";
 }
 
 1;

@@ -40,6 +40,17 @@ sub worker_pid
 		"SELECT pid FROM pg_stat_activity WHERE backend_type = 'webhook_inbox worker'");
 }
 
+# When the stream stalls: what the receiver logged and where the simulator is.
+sub stream_diag
+{
+	my @lines = split /\n/, $rcv->{log};
+	splice(@lines, 0, @lines - 300) if @lines > 300;
+	diag("receiver log (last lines):\n" . join("\n", @lines));
+	my (undef, $st) = http_json('GET', "$sim->{url}/_sim/status");
+	diag('simulator status: '
+		  . ($st ? join(' ', map { "$_=$st->{$_}" } sort grep { !ref $st->{$_} } keys %$st) : 'no answer'));
+}
+
 # kill -9 while the worker has fetches in flight
 ok($node->poll_query_until('postgres', q{
 	SELECT count(*) >= 300 FROM webhook_inbox.inbox}), 'the stream is flowing');
@@ -66,8 +77,10 @@ my $status;
 ok(SimTest::poll_until(sub {
 		(undef, $status) = http_json('GET', "$sim->{url}/_sim/status");
 		return $status && $status->{done};
-	}, 180), 'the simulator delivered its whole stream');
-is($status->{failed}, 0, 'no delivery used up its attempts');
+	}, 180), 'the simulator delivered its whole stream')
+  or stream_diag();
+is($status->{failed}, 0, 'no delivery used up its attempts')
+  or stream_diag();
 my $done_at = $node->safe_psql('postgres', 'SELECT now()');
 wait_drained($node, 'after the stream', 120);
 
