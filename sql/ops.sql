@@ -241,13 +241,15 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches_id_seq',
  * classification its route gave it at intake), reclassify (routed again
  * by today's routes), not_permitted (owned by someone the caller may not
  * act for: a real run is refused), no_route (reclassify found none) or
- * needs_reclassify (the event never had a route).  A real run records one
- * requeue_batches row and a requeues row per event, set-based.
+ * needs_reclassify (the event never had a route).  With dismiss, a person
+ * closes quarantined events instead (dismiss: status ignored, reason
+ * "dismissed: <note>"), for the owner who decided them.  A real run records
+ * one requeue_batches row and a requeues row per event, set-based.
  */
 CREATE FUNCTION @extschema@.requeue_where(source text DEFAULT NULL, reason text DEFAULT NULL,
 	event_type text DEFAULT NULL, received_from timestamptz DEFAULT NULL, received_to timestamptz DEFAULT NULL,
 	dry_run boolean DEFAULT true, reclassify boolean DEFAULT false, note text DEFAULT NULL,
-	statuses text[] DEFAULT '{quarantined}', max_events integer DEFAULT 10000)
+	statuses text[] DEFAULT '{quarantined}', max_events integer DEFAULT 10000, dismiss boolean DEFAULT false)
 RETURNS TABLE (event_id bigint, source_name text, type text, object_type text, object_id text, status text,
 			   reason_text text, owner text, received_at timestamptz, action text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -271,8 +273,20 @@ BEGIN
 	IF requeue_where.received_from > requeue_where.received_to THEN
 		RAISE EXCEPTION 'received_from is after received_to' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	IF dry_run IS NULL OR requeue_where.reclassify IS NULL THEN
-		RAISE EXCEPTION 'dry_run and reclassify must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+	IF dry_run IS NULL OR requeue_where.reclassify IS NULL OR requeue_where.dismiss IS NULL THEN
+		RAISE EXCEPTION 'dry_run, reclassify and dismiss must not be NULL' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	IF requeue_where.dismiss THEN
+		IF requeue_where.reclassify THEN
+			RAISE EXCEPTION 'an event is dismissed or reclassified, not both' USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF requeue_where.statuses <> '{quarantined}' THEN
+			RAISE EXCEPTION 'only quarantined events are dismissed' USING ERRCODE = 'invalid_parameter_value';
+		END IF;
+		IF requeue_where.note IS NULL OR requeue_where.note = '' THEN
+			RAISE EXCEPTION 'a dismissal needs a note' USING ERRCODE = 'invalid_parameter_value',
+				HINT = 'Say what was decided and on what evidence.';
+		END IF;
 	END IF;
 	IF NOT dry_run AND requeue_where.source IS NULL AND requeue_where.reason IS NULL
 	   AND requeue_where.event_type IS NULL AND requeue_where.received_from IS NULL
@@ -302,6 +316,7 @@ BEGIN
 				WHEN requeue_where.reclassify AND (c.route_id IS NULL OR c.strategy = 'ignore'
 					OR c.object_id IS NULL OR c.object_type IS NULL) THEN 'no_route'
 				WHEN requeue_where.reclassify THEN 'reclassify'
+				WHEN requeue_where.dismiss THEN 'dismiss'
 				WHEN m.object_id IS NULL OR m.strategy IS NULL THEN 'needs_reclassify'
 				ELSE 'requeue' END,
 		   c.route_id, c.route_version, c.strategy, c.object_type, c.object_id, c.version, c.provider_time,
@@ -345,22 +360,31 @@ BEGIN
 		IF n_denied > 0 THEN
 			RAISE EXCEPTION '% of % matching events are owned by others than %', n_denied, n_match, who
 				USING ERRCODE = 'insufficient_privilege',
-					  DETAIL = 'Nothing was requeued.',
+					  DETAIL = 'Nothing was changed.',
 					  HINT = 'Narrow the filter to what you own (see the owner column of dry_run => true).';
 		END IF;
-		SELECT count(*) INTO n_done FROM pg_temp.wi_requeue_plan p WHERE p.action IN ('requeue', 'reclassify');
+		SELECT count(*) INTO n_done FROM pg_temp.wi_requeue_plan p
+		 WHERE p.action IN ('requeue', 'reclassify', 'dismiss');
 		INSERT INTO webhook_inbox.requeue_batches (requeued_by, filter, reclassify, events, skipped, note)
 		VALUES (who, jsonb_strip_nulls(jsonb_build_object('source', requeue_where.source,
 					'reason', requeue_where.reason, 'event_type', requeue_where.event_type,
 					'received_from', requeue_where.received_from, 'received_to', requeue_where.received_to,
-					'statuses', requeue_where.statuses)),
+					'statuses', requeue_where.statuses,
+					'dismiss', CASE WHEN requeue_where.dismiss THEN true END)),
 				requeue_where.reclassify, n_done, n_match - n_done, requeue_where.note)
 		RETURNING id INTO batch;
 		INSERT INTO webhook_inbox.requeues (event_id, previous_status, previous_reason, previous_route,
 											previous_route_version, note, requeued_by, batch_id)
 		SELECT p.id, p.status, p.reason, p.decided_route, p.decided_route_version,
-			   coalesce(requeue_where.note, p.action), who, batch
-		  FROM pg_temp.wi_requeue_plan p WHERE p.action IN ('requeue', 'reclassify');
+			   CASE p.action WHEN 'dismiss' THEN 'dismissed: ' || requeue_where.note
+			   ELSE coalesce(requeue_where.note, p.action) END, who, batch
+		  FROM pg_temp.wi_requeue_plan p WHERE p.action IN ('requeue', 'reclassify', 'dismiss');
+		/* a dismissal is a person's decision: the event is closed, never processed */
+		UPDATE webhook_inbox.inbox i
+		   SET status = 'ignored', reason = 'dismissed: ' || requeue_where.note, processed_at = now(),
+			   updated_at = now()
+		  FROM pg_temp.wi_requeue_plan p
+		 WHERE i.id = p.id AND p.action = 'dismiss';
 		/* a plain requeue keeps what the route decided at intake */
 		UPDATE webhook_inbox.inbox i
 		   SET status = 'pending', reason = NULL, attempts = 0, next_attempt_at = now(), claim_token = NULL,
@@ -382,8 +406,8 @@ BEGIN
 	TRUNCATE pg_temp.wi_requeue_plan;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean, text, text[], integer) IS
-	'Controlled replay by filter (source, reason''s first word, event type pattern, received time range, statuses): previews by default, and with dry_run => false requeues (keeping the intake-time classification) or reclassifies, audited in requeue_batches and requeues. Refused whole if any matching event is owned by someone the caller may not act for.';
+COMMENT ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean, text, text[], integer, boolean) IS
+	'Controlled replay by filter (source, reason''s first word, event type pattern, received time range, statuses): previews by default, and with dry_run => false requeues (keeping the intake-time classification), reclassifies, or with dismiss closes quarantined events as decided (ignored, "dismissed: note"); audited in requeue_batches and requeues. Refused whole if any matching event is owned by someone the caller may not act for.';
 
 ---------------------------------------------------------------------------
 -- Waking the outbox's consumers
@@ -548,6 +572,6 @@ GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats(), @extschema@._queue_owner(text, text, text)
 	TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean,
-	text, text[], integer) TO webhook_inbox_operator;
+	text, text[], integer, boolean) TO webhook_inbox_operator;
 GRANT EXECUTE ON FUNCTION @extschema@.resolve_effect(bigint, text, text)
 	TO webhook_inbox_operator, webhook_inbox_finance;

@@ -87,6 +87,19 @@ SELECT r.requeued_by, r.previous_status, r.previous_reason, r.note, r.batch_id I
 SELECT event_id, status, strategy FROM webhook_inbox.inbox_events WHERE event_id = 'ow-3';
 SELECT wi_ops_try($$SELECT webhook_inbox.resolve_effect((SELECT id FROM webhook_inbox.effects_unresolved WHERE effect_key = 'ops:refund-1'), 'done', 'seen in the dashboard')$$);
 SELECT webhook_inbox.resolve_effect((SELECT id FROM webhook_inbox.effects_unresolved WHERE effect_key = 'ops:email-1'), 'failed', 'customer unsubscribed');
+-- an operator closes what operations owns, as decided, with a note; others' events are refused
+RESET ROLE;
+SELECT webhook_inbox.intake('ops_shop', ARRAY['x-shopify-webhook-id', 'ow-6', 'x-shopify-topic', 'orders/updated'], wi_ops_body('{"id":11,"updated_at":"2026-01-01T10:00:00Z","financial_status":"paid"}'));
+SELECT count(*) AS tied FROM webhook_inbox.claim('ops', 100, '1 minute') c
+ WHERE c.source = 'ops_shop' AND webhook_inbox.quarantine(c.claim_token, 'ambiguous_tie: test') >= 0;
+SET ROLE webhook_inbox_operator;
+SELECT wi_ops_try($$SELECT count(*) FROM webhook_inbox.requeue_where(source => 'ops_shop', dismiss => true, note => 'x', dry_run => false)$$);
+SELECT source_name, object_id, owner, action FROM webhook_inbox.requeue_where(source => 'ops_shop', reason => 'ambiguous_tie', dismiss => true, note => 'the shop confirmed the paid one', dry_run => false);
+SELECT event_id, status, reason FROM webhook_inbox.inbox_events WHERE event_id = 'ow-6';
+SELECT filter, events, note FROM webhook_inbox.requeue_batches ORDER BY id DESC LIMIT 1;
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop', dismiss => true);
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop', dismiss => true, note => 'x', reclassify => true);
+SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop', dismiss => true, note => 'x', statuses => '{done}');
 SELECT webhook_inbox.requeue(ARRAY[1::bigint]);
 UPDATE webhook_inbox.inbox SET status = 'pending';
 SELECT payload FROM webhook_inbox.inbox LIMIT 1;
@@ -109,6 +122,7 @@ SELECT * FROM webhook_inbox.requeue_where(statuses => '{}');
 SELECT * FROM webhook_inbox.requeue_where(max_events => 0);
 SELECT * FROM webhook_inbox.requeue_where(received_from => '2026-01-02', received_to => '2026-01-01');
 SELECT * FROM webhook_inbox.requeue_where(dry_run => NULL);
+SELECT * FROM webhook_inbox.requeue_where(dismiss => NULL);
 -- more matches than max_events: a preview shows the first ones, a real run is refused
 SELECT count(*) FROM webhook_inbox.requeue_where(statuses => '{quarantined,ignored,done}', max_events => 1);
 SELECT * FROM webhook_inbox.requeue_where(source => 'ops_shop', statuses => '{quarantined,ignored,done}', max_events => 1, dry_run => false);
