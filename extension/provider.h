@@ -53,7 +53,7 @@ typedef struct WiTypeMap
 	const char *items_path;		/* the objects in a list response */
 	const char *status_path;	/* NULL: no status */
 	const char *version_path;	/* NULL: no version; the sweep refetches */
-	bool		occurrence;		/* insert-once fact, not a mirrored object */
+	bool		occurrence;		/* also recorded once as an occurrence (a refund) */
 } WiTypeMap;
 
 /* A list request lists every object of the type (the full layer). */

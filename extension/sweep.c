@@ -366,74 +366,71 @@ repair_one(Sweep *s, Diff *d)
 	s->object = d->item;
 	s->unwrap = "$";
 	s->deleted = d->deleted;
-	if (!s->type.occurrence)
+	if (wi_step_run(s->steps, lease_step, s) != NULL)
 	{
-		if (wi_step_run(s->steps, lease_step, s) != NULL)
-		{
-			count_unrepaired(s, 0, 1);
-			return;
-		}
-		if (s->token == 0)
-		{
-			count_unrepaired(s, 1, 0);	/* a live claim holds it */
+		count_unrepaired(s, 0, 1);
+		return;
+	}
+	if (s->token == 0)
+	{
+		count_unrepaired(s, 1, 0);	/* a live claim holds it */
 
-			/*
-			 * The claim may save something older than the listing: the
-			 * next pass reads the object by id first, so the checkpoint
-			 * can move on.  Without a read by id it must list it again.
-			 */
-			if (s->adapter->object_url(s->src, &s->type, d->object_id) != NULL)
-			{
-				s->skip_id = d->object_id;
-				if (wi_step_run(s->steps, skip_step, s) != NULL && s->error == NULL)
-					s->error = pstrdup("recording a skipped difference failed");
-			}
-			else if (s->incomplete == NULL)
-				s->incomplete = pstrdup("a live claim held an object and the provider has no read by id: the next pass lists it again");
-			return;
-		}
 		/*
-		 * No version: the listing may be older than a save; read the
-		 * present.  Not listed at all (d->item NULL): only a read by id
-		 * tells a gone object from one a moving listing skipped.
+		 * The claim may save something older than the listing: the
+		 * next pass reads the object by id first, so the checkpoint
+		 * can move on.  Without a read by id it must list it again.
 		 */
-		if ((s->type.version_path == NULL && !d->deleted) || d->item == NULL)
+		if (s->adapter->object_url(s->src, &s->type, d->object_id) != NULL)
 		{
-			char	   *url = s->adapter->object_url(s->src, &s->type, d->object_id);
+			s->skip_id = d->object_id;
+			if (wi_step_run(s->steps, skip_step, s) != NULL && s->error == NULL)
+				s->error = pstrdup("recording a skipped difference failed");
+		}
+		else if (s->incomplete == NULL)
+			s->incomplete = pstrdup("a live claim held an object and the provider has no read by id: the next pass lists it again");
+		return;
+	}
+	/*
+	 * No version: the listing may be older than a save; read the
+	 * present.  Not listed at all (d->item NULL): only a read by id
+	 * tells a gone object from one a moving listing skipped.
+	 */
+	if ((s->type.version_path == NULL && !d->deleted) || d->item == NULL)
+	{
+		char	   *url = s->adapter->object_url(s->src, &s->type, d->object_id);
 
-			if (url == NULL && d->item == NULL)
+		if (url == NULL && d->item == NULL)
+		{
+			count_unrepaired(s, 1, 0);
+			if (s->incomplete == NULL)
+				s->incomplete = pstrdup("objects absent from the listing were kept: the provider has no read by id to confirm they are gone");
+			return;
+		}
+
+		if (url != NULL)
+		{
+			WiHttpRequest req;
+
+			if (!http_get(&req, url, s))
 			{
-				count_unrepaired(s, 1, 0);
-				if (s->incomplete == NULL)
-					s->incomplete = pstrdup("objects absent from the listing were kept: the provider has no read by id to confirm they are gone");
+				count_unrepaired(s, 0, 1);
+				s->error = pstrdup("interrupted");
 				return;
 			}
-
-			if (url != NULL)
+			if (req.status == 404 || req.status == 410)
 			{
-				WiHttpRequest req;
-
-				if (!http_get(&req, url, s))
-				{
-					count_unrepaired(s, 0, 1);
-					s->error = pstrdup("interrupted");
-					return;
-				}
-				if (req.status == 404 || req.status == 410)
-				{
-					s->object = NULL;
-					s->deleted = true;
-				}
-				else if (req.status >= 200 && req.status < 300)
-				{
-					s->object = req.body.data;
-					s->unwrap = s->type.unwrap_path ? s->type.unwrap_path : "$";
-				}
-				else
-				{
-					count_unrepaired(s, 0, 1);
-					return;
-				}
+				s->object = NULL;
+				s->deleted = true;
+			}
+			else if (req.status >= 200 && req.status < 300)
+			{
+				s->object = req.body.data;
+				s->unwrap = s->type.unwrap_path ? s->type.unwrap_path : "$";
+			}
+			else
+			{
+				count_unrepaired(s, 0, 1);
+				return;
 			}
 		}
 	}

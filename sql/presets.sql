@@ -2,7 +2,17 @@
 -- Presets: machines and routes for every supported provider kind
 ---------------------------------------------------------------------------
 
-/* The preset payment machine: forward only, so late events are recognised. */
+/*
+ * The article's payment machine (pending, authorised, captured, settled):
+ * forward only, so late events are recognised.  It is the preset for hmac
+ * and standard sources and custom routes; no provider's own objects use it.
+ *
+ * Razorpay's entities, with the statuses razorpay-node types
+ * (payments.d.ts, refunds.d.ts, orders.d.ts): a payment is created,
+ * authorized, captured, refunded or failed (an authorized payment that is
+ * never captured is refunded); a refund pending, processed or failed; an
+ * order created, attempted (a payment was tried) or paid.
+ */
 INSERT INTO @extschema@.machines (machine, from_state, to_state) VALUES
 	('payment', 'unknown', 'pending'),
 	('payment', 'pending', 'authorised'),
@@ -16,69 +26,116 @@ INSERT INTO @extschema@.machines (machine, from_state, to_state) VALUES
 	('razorpay_payment', 'created', 'authorized'),
 	('razorpay_payment', 'authorized', 'captured'),
 	('razorpay_payment', 'captured', 'refunded'),
+	('razorpay_payment', 'authorized', 'refunded'),
 	('razorpay_payment', 'created', 'failed'),
-	('razorpay_payment', 'authorized', 'failed');
+	('razorpay_payment', 'authorized', 'failed'),
+	('razorpay_refund', 'unknown', 'pending'),
+	('razorpay_refund', 'pending', 'processed'),
+	('razorpay_refund', 'pending', 'failed'),
+	('razorpay_order', 'unknown', 'created'),
+	('razorpay_order', 'created', 'attempted'),
+	('razorpay_order', 'attempted', 'paid'),
+	('razorpay_order', 'created', 'paid');
 
+/*
+ * Stripe: every object type with events has a read API, and the real
+ * lifecycles have cycles (a PaymentIntent whose attempt fails goes back to
+ * requires_payment_method; a subscription goes active -> past_due -> active,
+ * or paused and back), so no acyclic machine can order them: every state
+ * event fetches the present.  Refunds and disputes are followed the same way
+ * and also recorded once as occurrences with amount and currency.  Event
+ * names are those of stripe-node's WebhookEndpointCreateParams.EnabledEvent.
+ */
 INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
-	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone, priority)
+	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
+	occurrence_kind, priority)
 VALUES
-	/* Stripe snapshot events: subscriptions and customers carry no usable version: fetch the present */
+	/* subscriptions: incomplete, incomplete_expired, trialing, active, past_due, canceled, unpaid, paused */
 	('stripe', 'customer.subscription.*', 'state', 'fetch', 'subscription', NULL,
-	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, 100),
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100),
+	/* customers: customer.deleted fetches {"deleted": true}, a tombstone */
 	('stripe', 'customer.*', 'state', 'fetch', 'customer', NULL,
-	 '$.data.object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, 90),
+	 '$.data.object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 90),
+	/* a customer's discounts, sources and tax ids change the customer they name */
+	('stripe', 'customer.discount.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.customer', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 100),
+	('stripe', 'customer.source.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.customer', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 100),
+	('stripe', 'customer.tax_id.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.customer', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 100),
+	/* invoices: draft, open, paid, uncollectible, void (a deleted draft answers 404) */
 	('stripe', 'invoice.*', 'state', 'fetch', 'invoice', NULL,
-	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, 100),
-	/* payments walk the preset machine */
-	('stripe', 'payment_intent.*', 'state', 'machine', 'payment', NULL,
-	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, 'payment', false, 100),
-	/* occurrences: insert once on their own id */
-	('stripe', 'refund.created', 'occurrence', 'occurrence', 'refund', NULL,
-	 '$.data.object.id', NULL, NULL, '$.created', '$.data.object.amount', '$.data.object.currency', NULL, false, 100),
-	('stripe', 'charge.refund.updated', 'ignore', 'ignore', NULL, NULL,
-	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, 100),
-	('stripe', 'charge.dispute.created', 'occurrence', 'occurrence', 'dispute', NULL,
-	 '$.data.object.id', NULL, NULL, '$.created', '$.data.object.amount', '$.data.object.currency', NULL, false, 100),
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100),
+	/* an upcoming invoice is a preview without an id */
+	('stripe', 'invoice.upcoming', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 110),
+	/* PaymentIntents: requires_payment_method, requires_confirmation, requires_action, processing,
+	   requires_capture, succeeded, canceled; a failed attempt goes back to requires_payment_method */
+	('stripe', 'payment_intent.*', 'state', 'fetch', 'payment_intent', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100),
+	/* charges: pending, succeeded, failed (refunded and captured are flags of a charge) */
+	('stripe', 'charge.*', 'state', 'fetch', 'charge', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 90),
+	/* refunds: pending, requires_action, succeeded, failed, canceled; counted once */
+	('stripe', 'refund.*', 'state', 'fetch', 'refund', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created',
+	 '$.data.object.amount', '$.data.object.currency', NULL, false, 'refund', 100),
+	('stripe', 'charge.refund.updated', 'state', 'fetch', 'refund', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created',
+	 '$.data.object.amount', '$.data.object.currency', NULL, false, 'refund', 110),
+	/* disputes: warning_needs_response ... won, lost (Dispute.Status); counted once */
+	('stripe', 'charge.dispute.*', 'state', 'fetch', 'dispute', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created',
+	 '$.data.object.amount', '$.data.object.currency', NULL, false, 'dispute', 100),
+	/* Checkout Sessions: open, complete, expired */
+	('stripe', 'checkout.session.*', 'state', 'fetch', 'checkout.session', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100),
 	/* Stripe thin events name the object and nothing else: fetch it */
 	('stripe', 'v1.*', 'state', 'fetch', NULL, '$.related_object.type',
-	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, 50),
+	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 50),
 	('stripe', 'v2.*', 'state', 'fetch', NULL, '$.related_object.type',
-	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, 50),
+	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 50),
 	/* Shopify: resources carry updated_at (one-second) used as version with the tie rule */
 	('shopify', 'orders/*', 'state', 'version', 'order', NULL,
-	 '$.id', '$.updated_at', '$.financial_status', '$.updated_at', NULL, NULL, NULL, false, 100),
+	 '$.id', '$.updated_at', '$.financial_status', '$.updated_at', NULL, NULL, NULL, false, NULL, 100),
 	('shopify', 'orders/delete', 'state', 'version', 'order', NULL,
-	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, 110),
+	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, NULL, 110),
 	('shopify', 'products/*', 'state', 'version', 'product', NULL,
-	 '$.id', '$.updated_at', '$.status', '$.updated_at', NULL, NULL, NULL, false, 100),
+	 '$.id', '$.updated_at', '$.status', '$.updated_at', NULL, NULL, NULL, false, NULL, 100),
 	('shopify', 'products/delete', 'state', 'version', 'product', NULL,
-	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, 110),
+	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, NULL, 110),
 	('shopify', 'customers/*', 'state', 'version', 'customer', NULL,
-	 '$.id', '$.updated_at', '$.state', '$.updated_at', NULL, NULL, NULL, false, 100),
+	 '$.id', '$.updated_at', '$.state', '$.updated_at', NULL, NULL, NULL, false, NULL, 100),
 	('shopify', 'refunds/create', 'occurrence', 'occurrence', 'refund', NULL,
-	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, 110),
+	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, NULL, 110),
 	('shopify', 'app/uninstalled', 'ignore', 'ignore', NULL, NULL,
-	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, 100),
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100),
 	/* GitHub: issues and pull requests carry updated_at; pushes happen once */
 	('github', 'issues*', 'state', 'version', 'issue', NULL,
-	 '$.issue.id', '$.issue.updated_at', '$.issue.state', '$.issue.updated_at', NULL, NULL, NULL, false, 100),
+	 '$.issue.id', '$.issue.updated_at', '$.issue.state', '$.issue.updated_at', NULL, NULL, NULL, false, NULL, 100),
 	('github', 'pull_request*', 'state', 'version', 'pull_request', NULL,
 	 '$.pull_request.id', '$.pull_request.updated_at', '$.pull_request.state', '$.pull_request.updated_at',
-	 NULL, NULL, NULL, false, 100),
+	 NULL, NULL, NULL, false, NULL, 100),
 	('github', 'push', 'occurrence', 'occurrence', 'push', NULL,
-	 '$.after', NULL, NULL, '$.head_commit.timestamp', NULL, NULL, NULL, false, 100),
+	 '$.after', NULL, NULL, '$.head_commit.timestamp', NULL, NULL, NULL, false, NULL, 100),
 	('github', 'ping', 'ignore', 'ignore', NULL, NULL,
-	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, 100),
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100),
 	/* Standard Webhooks fix the envelope, not the content: no version, no read API known */
 	('standard', '*', 'state', 'unordered', 'object', '$.data.object',
-	 '$.data.id', NULL, '$.data.status', '$.timestamp', NULL, NULL, NULL, false, 10),
-	/* Razorpay: payments walk their machine; refunds are occurrences */
+	 '$.data.id', NULL, '$.data.status', '$.timestamp', NULL, NULL, NULL, false, NULL, 10),
+	/* Razorpay has no read API here: payments, refunds and orders walk their machines */
 	('razorpay', 'payment.*', 'state', 'machine', 'payment', NULL,
 	 '$.payload.payment.entity.id', NULL, '$.payload.payment.entity.status', '$.created_at',
-	 NULL, NULL, 'razorpay_payment', false, 100),
-	('razorpay', 'refund.*', 'occurrence', 'occurrence', 'refund', NULL,
-	 '$.payload.refund.entity.id', NULL, NULL, '$.created_at',
-	 '$.payload.refund.entity.amount', '$.payload.refund.entity.currency', NULL, false, 100);
+	 NULL, NULL, 'razorpay_payment', false, NULL, 100),
+	/* downtime notices name a payment method, not a payment */
+	('razorpay', 'payment.downtime.*', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 110),
+	('razorpay', 'refund.*', 'state', 'machine', 'refund', NULL,
+	 '$.payload.refund.entity.id', NULL, '$.payload.refund.entity.status', '$.created_at',
+	 '$.payload.refund.entity.amount', '$.payload.refund.entity.currency', 'razorpay_refund', false, 'refund', 100),
+	('razorpay', 'order.*', 'state', 'machine', 'order', NULL,
+	 '$.payload.order.entity.id', NULL, '$.payload.order.entity.status', '$.created_at',
+	 NULL, NULL, 'razorpay_order', false, NULL, 100);
 
 /*
  * pg_dump skips the data of extension tables unless told: user data is dumped

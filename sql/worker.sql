@@ -818,10 +818,7 @@ BEGIN
 		 WHERE jsonb_typeof(it) = 'object')
 	SELECT x.id, x.item, x.deleted, more, last
 	  FROM items x
-	 WHERE x.id IS NOT NULL AND CASE
-		WHEN p_occurrence THEN NOT x.deleted AND NOT EXISTS (
-			SELECT 1 FROM webhook_inbox.occurrences o
-			 WHERE o.source_id = w.source_id AND o.kind = w.object_type AND o.occurrence_id = x.id)
+	 WHERE x.id IS NOT NULL AND (CASE
 		WHEN x.deleted THEN EXISTS (
 			SELECT 1 FROM webhook_inbox.objects o
 			 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = x.id
@@ -831,7 +828,11 @@ BEGIN
 			 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = x.id
 			   AND NOT o.deleted AND o.status IS NOT DISTINCT FROM x.st
 			   AND (p_version_path IS NULL OR o.version IS NOT DISTINCT FROM x.ver))
-		END;
+		END
+		/* a type also counted once: a listed one not yet recorded differs too */
+		OR (p_occurrence AND NOT x.deleted AND NOT EXISTS (
+			SELECT 1 FROM webhook_inbox.occurrences o
+			 WHERE o.source_id = w.source_id AND o.kind = w.object_type AND o.occurrence_id = x.id)));
 	IF NOT FOUND THEN
 		/* one row still carries the paging facts */
 		RETURN QUERY SELECT NULL::text, NULL::jsonb, NULL::boolean, more, last;
@@ -967,26 +968,24 @@ DECLARE
 BEGIN
 	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
 	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = w.source_id;
-	IF p_occurrence THEN
-		IF webhook_inbox.record_occurrence(s.name, w.object_type, p_object_id, p_object, NULL,
-				CASE WHEN jsonb_typeof(p_object -> 'amount') = 'number'
-					 THEN (p_object ->> 'amount')::numeric::bigint END,
-				p_object ->> 'currency') THEN
+	SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO b
+	  FROM webhook_inbox.objects o
+	 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
+	res := webhook_inbox._save_present(p_token, p_object, p_deleted, p_status_path, p_version_path,
+		format('sweep %s', p_run_id));
+	SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO a
+	  FROM webhook_inbox.objects o
+	 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
+	/* a type also counted once (a refund): record it if no event did */
+	IF p_occurrence AND p_object IS NOT NULL AND NOT p_deleted AND res <> 'fenced'
+	   AND webhook_inbox.record_occurrence(s.name, w.object_type, p_object_id, p_object, NULL,
+			CASE WHEN jsonb_typeof(p_object -> 'amount') = 'number'
+				 THEN (p_object ->> 'amount')::numeric::bigint END,
+			p_object ->> 'currency') THEN
+		a := coalesce(a, '{}'::jsonb) || jsonb_build_object('occurrence', p_object_id);
+		IF res NOT IN ('applied', 'tombstone') THEN
 			res := 'recorded';
-		ELSE
-			res := 'duplicate';
 		END IF;
-		b := NULL;
-		a := jsonb_build_object('occurrence', p_object_id);
-	ELSE
-		SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO b
-		  FROM webhook_inbox.objects o
-		 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
-		res := webhook_inbox._save_present(p_token, p_object, p_deleted, p_status_path, p_version_path,
-			format('sweep %s', p_run_id));
-		SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO a
-		  FROM webhook_inbox.objects o
-		 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
 	END IF;
 	IF p_token IS NOT NULL THEN
 		DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;

@@ -19,7 +19,8 @@
  * Mirror object types map to API collections and the event types that
  * change them (WebhookEndpointCreateParams.EnabledEvent) through the table
  * below.  No Stripe object carries a version: the sweep refetches before a
- * repair.  Refunds and disputes are also recorded once as occurrences.
+ * repair.  Refunds and disputes are mirrored (their statuses followed) and
+ * also recorded once as occurrences with amount and currency.
  */
 #include "postgres.h"
 

@@ -12,7 +12,7 @@ SELECT webhook_inbox.intake('stripe1', '{}', wi_body('{"id":"evt_3","type":"refu
 -- Stripe thin event: the related object is fetched
 SELECT webhook_inbox.intake('stripe1', '{}', wi_body('{"id":"evt_4","object":"v2.core.event","type":"v1.customer.subscription.updated","created":"2026-01-01T00:00:00Z","related_object":{"id":"sub_2","type":"subscription","url":"/v1/subscriptions/sub_2"}}'));
 -- an ignored type and an unknown type
-SELECT webhook_inbox.intake('stripe1', '{}', wi_body('{"id":"evt_5","type":"charge.refund.updated"}'));
+SELECT webhook_inbox.intake('stripe1', '{}', wi_body('{"id":"evt_5","type":"invoice.upcoming"}'));
 SELECT webhook_inbox.intake('stripe1', '{}', wi_body('{"id":"evt_6","type":"balance.available"}'));
 -- Shopify: ids in headers, correlation id kept, updated_at as version
 SELECT webhook_inbox.intake('shop1', ARRAY['X-Shopify-Webhook-Id', 'wh-1', 'X-Shopify-Topic', 'orders/updated', 'X-Shopify-Event-Id', 'ev-9'], wi_body('{"id":450789469001,"updated_at":"2026-01-01T10:00:05Z","financial_status":"paid"}'));

@@ -42,8 +42,8 @@ is($node->safe_psql('postgres', q{
 		'{"id":"evt_1","type":"payment_intent.captured","data":{"object":{"id":"pi_1","status":"captured"}}}', 'UTF8'))}),
 	'new', 'intake in a preloaded server');
 is($node->safe_psql('postgres', q{
-	SELECT string_agg(object_id || ':' || strategy, ',') FROM webhook_inbox.claim('t', 10, '1 minute')}),
-	'pi_1:machine', 'claim in a preloaded server');
+	SELECT string_agg(object_id || ':' || strategy, ',') FROM webhook_inbox.claim('t', 10, '1 minute', '0')}),
+	'pi_1:fetch', 'claim in a preloaded server');
 
 # the extension survives a restart and a second database
 $node->restart;

@@ -1,8 +1,8 @@
 
 # 300_worker_shuffle.pl
 #	The Shuffle Test.  One recorded stream (>= 2,000 events over >= 200
-#	objects: subscriptions (fetch), payments (machine), refunds and
-#	disputes (occurrence), orders (version)) is replayed through the real
+#	objects: subscriptions and PaymentIntents (fetch), refunds and
+#	disputes (fetch, and counted once as occurrences), orders (version)) is replayed through the real
 #	receiver shuffled, doubled, and with holes then a sweep.  Each mode
 #	writes into its own sources, backed by its own simulator with the same
 #	seed (so the same truth); webhook-sim verify must find zero
@@ -36,7 +36,7 @@ my %types;
 $types{ $_->{type} }++ for @{ $truth->{objects} };
 $types{ $_->{kind} }++ for @{ $truth->{occurrences} };
 cmp_ok(scalar @{ $truth->{objects} }, '>=', 200, 'at least 200 objects');
-ok($types{subscription} && $types{payment} && $types{order} && $types{refund} && $types{dispute},
+ok($types{subscription} && $types{payment_intent} && $types{order} && $types{refund} && $types{dispute},
 	'every strategy is in the stream: ' . join(', ', map { "$_=$types{$_}" } sort keys %types));
 my $nevents = () = SimTest::slurp($rec) =~ /\n/g;
 cmp_ok($nevents, '>=', 2000, "at least 2,000 recorded events ($nevents)");
@@ -55,7 +55,7 @@ for my $m (1 .. 3)
 	diag(sprintf('%s: %s; replayed and drained in %.1f s', $mode{$m}, $out =~ s/\n//r, $secs));
 	if ($mode{$m} eq 'holed')
 	{
-		for my $run (sweep_all($node, "acct$m", qw(subscription payment refund dispute)),
+		for my $run (sweep_all($node, "acct$m", qw(subscription payment_intent refund dispute)),
 			sweep_all($node, "shop$m", 'order'))
 		{
 			is($run->[1], 'complete', "holed: sweep of $run->[0] completed (listed $run->[2], repaired $run->[3])");
@@ -72,14 +72,14 @@ for my $m (1 .. 3)
 }
 
 # a second sweep over the repaired mirror finds nothing to repair
-for my $run (sweep_all($node, 'acct3', qw(subscription payment)), sweep_all($node, 'shop3', 'order'))
+for my $run (sweep_all($node, 'acct3', qw(subscription payment_intent)), sweep_all($node, 'shop3', 'order'))
 {
 	is("$run->[1] $run->[3]", 'complete 0', "a second sweep of $run->[0] repairs nothing");
 }
 like($node->safe_psql('postgres',
 		"SELECT string_agg(object_type || ':' || last_status, ',' ORDER BY object_type) "
 		  . "FROM webhook_inbox.sweep_health WHERE source = 'acct3'"),
-	qr/^dispute:complete,payment:complete,refund:complete,subscription:complete$/,
+	qr/^dispute:complete,payment_intent:complete,refund:complete,subscription:complete$/,
 	'sweep_health shows the last run per object type');
 is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_inbox.sweep_checkpoints WHERE checkpoint IS NULL"),
 	'0', 'complete sweeps set their checkpoints');
@@ -93,8 +93,9 @@ is($node->safe_psql('postgres', q{
 	SELECT count(*) FROM (SELECT event_id FROM webhook_inbox.transitions
 	 WHERE applied AND event_id IS NOT NULL GROUP BY 1 HAVING count(*) > 1) d}), '0',
 	'no event caused two transitions');
-cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM webhook_inbox.transitions WHERE machine = 'payment' AND applied}),
-	'>', 0, 'payment transitions were applied through the machine');
+cmp_ok($node->safe_psql('postgres', q{SELECT count(*) FROM webhook_inbox.transitions
+	 WHERE object_type = 'payment_intent' AND applied AND machine IS NULL}),
+	'>', 0, 'PaymentIntent status changes were applied from fetches of the present (their lifecycle has cycles)');
 
 # nothing quarantined, nothing left behind; the counters saw the work
 is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_inbox.inbox WHERE status = 'quarantined'"),

@@ -19,7 +19,7 @@ use WorkerTest;
 
 my $node = worker_node('crash', qq{
 webhook_inbox.sweep_interval = 2s
-webhook_inbox.full_sweep_interval = 2s
+webhook_inbox.full_sweep_interval = 30s
 webhook_inbox.fetch_concurrency = 8
 webhook_inbox.lease = 5s
 restart_after_crash = on

@@ -70,7 +70,7 @@ $node->restart;
 add_source($node, 'acct', 'stripe', 'whsec_sp', $sim->{url});
 my $truth = sim_truth($sim);
 my @subs = map { $_->{id} } grep { $_->{type} eq 'subscription' && !$_->{deleted} } @{ $truth->{objects} };
-my @payments = map { $_->{id} } grep { $_->{type} eq 'payment' && !$_->{deleted} } @{ $truth->{objects} };
+my @payments = map { $_->{id} } grep { $_->{type} eq 'payment_intent' && !$_->{deleted} } @{ $truth->{objects} };
 ok(@subs >= 3 && @payments >= 1, 'subscriptions and a payment in the scenario');
 
 # fetch-strategy events through intake(), from a session with the hostile

@@ -13,7 +13,7 @@ use Test::More;
 
 my $sim = start_sim('--stripe', 'st:whsec_test', '--seed', 11, '--objects', 20, '--events', 80);
 my (undef, $truth) = http_json('GET', "$sim->{url}/_sim/truth");
-my @payments = map { $_->{id} } grep { $_->{type} eq 'payment' && !$_->{deleted} } @{ $truth->{objects} };
+my @payments = map { $_->{id} } grep { $_->{type} eq 'payment_intent' && !$_->{deleted} } @{ $truth->{objects} };
 ok(@payments >= 6, 'payments to refund');
 
 my $node = PostgreSQL::Test::Cluster->new('effects');

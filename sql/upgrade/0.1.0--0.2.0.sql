@@ -249,3 +249,141 @@ CREATE INDEX deliveries_received_idx ON @extschema@.deliveries USING brin (recei
 ALTER TABLE @extschema@.effects ADD COLUMN lookup_cursor text;
 -- _effects_claim() takes http_timeout, so that a claim holds only what fits in its lease
 DROP FUNCTION @extschema@._effects_claim(text, integer, interval, integer);
+
+-- Preset routes and machines follow the providers' real lifecycles: every
+-- Stripe state event fetches the present (PaymentIntents, subscriptions and
+-- others have cycles), refunds and disputes are followed and also counted
+-- once, charges and Checkout Sessions are routed; Razorpay refunds and orders
+-- walk machines of their real statuses.  A user's route of the same key is
+-- left as it is.
+INSERT INTO @extschema@.machines (machine, from_state, to_state, preset) VALUES
+	('payment', 'unknown', 'pending', true),
+	('payment', 'pending', 'authorised', true),
+	('payment', 'authorised', 'captured', true),
+	('payment', 'captured', 'settled', true),
+	('payment', 'pending', 'failed', true),
+	('payment', 'authorised', 'failed', true),
+	('payment', 'captured', 'refunded', true),
+	('payment', 'settled', 'refunded', true),
+	('razorpay_payment', 'unknown', 'created', true),
+	('razorpay_payment', 'created', 'authorized', true),
+	('razorpay_payment', 'authorized', 'captured', true),
+	('razorpay_payment', 'captured', 'refunded', true),
+	('razorpay_payment', 'authorized', 'refunded', true),
+	('razorpay_payment', 'created', 'failed', true),
+	('razorpay_payment', 'authorized', 'failed', true),
+	('razorpay_refund', 'unknown', 'pending', true),
+	('razorpay_refund', 'pending', 'processed', true),
+	('razorpay_refund', 'pending', 'failed', true),
+	('razorpay_order', 'unknown', 'created', true),
+	('razorpay_order', 'created', 'attempted', true),
+	('razorpay_order', 'attempted', 'paid', true),
+	('razorpay_order', 'created', 'paid', true)
+ON CONFLICT (machine, from_state, to_state) DO NOTHING;
+
+INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
+	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
+	occurrence_kind, priority, preset)
+VALUES
+	/* subscriptions: incomplete, incomplete_expired, trialing, active, past_due, canceled, unpaid, paused */
+	('stripe', 'customer.subscription.*', 'state', 'fetch', 'subscription', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	/* customers: customer.deleted fetches {"deleted": true}, a tombstone */
+	('stripe', 'customer.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 90, true),
+	/* a customer's discounts, sources and tax ids change the customer they name */
+	('stripe', 'customer.discount.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.customer', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	('stripe', 'customer.source.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.customer', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	('stripe', 'customer.tax_id.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.customer', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	/* invoices: draft, open, paid, uncollectible, void (a deleted draft answers 404) */
+	('stripe', 'invoice.*', 'state', 'fetch', 'invoice', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	/* an upcoming invoice is a preview without an id */
+	('stripe', 'invoice.upcoming', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 110, true),
+	/* PaymentIntents: requires_payment_method, requires_confirmation, requires_action, processing,
+	   requires_capture, succeeded, canceled; a failed attempt goes back to requires_payment_method */
+	('stripe', 'payment_intent.*', 'state', 'fetch', 'payment_intent', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	/* charges: pending, succeeded, failed (refunded and captured are flags of a charge) */
+	('stripe', 'charge.*', 'state', 'fetch', 'charge', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 90, true),
+	/* refunds: pending, requires_action, succeeded, failed, canceled; counted once */
+	('stripe', 'refund.*', 'state', 'fetch', 'refund', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created',
+	 '$.data.object.amount', '$.data.object.currency', NULL, false, 'refund', 100, true),
+	('stripe', 'charge.refund.updated', 'state', 'fetch', 'refund', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created',
+	 '$.data.object.amount', '$.data.object.currency', NULL, false, 'refund', 110, true),
+	/* disputes: warning_needs_response ... won, lost (Dispute.Status); counted once */
+	('stripe', 'charge.dispute.*', 'state', 'fetch', 'dispute', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created',
+	 '$.data.object.amount', '$.data.object.currency', NULL, false, 'dispute', 100, true),
+	/* Checkout Sessions: open, complete, expired */
+	('stripe', 'checkout.session.*', 'state', 'fetch', 'checkout.session', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, NULL, 100, true),
+	/* Stripe thin events name the object and nothing else: fetch it */
+	('stripe', 'v1.*', 'state', 'fetch', NULL, '$.related_object.type',
+	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 50, true),
+	('stripe', 'v2.*', 'state', 'fetch', NULL, '$.related_object.type',
+	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, NULL, 50, true),
+	/* Shopify: resources carry updated_at (one-second) used as version with the tie rule */
+	('shopify', 'orders/*', 'state', 'version', 'order', NULL,
+	 '$.id', '$.updated_at', '$.financial_status', '$.updated_at', NULL, NULL, NULL, false, NULL, 100, true),
+	('shopify', 'orders/delete', 'state', 'version', 'order', NULL,
+	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, NULL, 110, true),
+	('shopify', 'products/*', 'state', 'version', 'product', NULL,
+	 '$.id', '$.updated_at', '$.status', '$.updated_at', NULL, NULL, NULL, false, NULL, 100, true),
+	('shopify', 'products/delete', 'state', 'version', 'product', NULL,
+	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, NULL, 110, true),
+	('shopify', 'customers/*', 'state', 'version', 'customer', NULL,
+	 '$.id', '$.updated_at', '$.state', '$.updated_at', NULL, NULL, NULL, false, NULL, 100, true),
+	('shopify', 'refunds/create', 'occurrence', 'occurrence', 'refund', NULL,
+	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, NULL, 110, true),
+	('shopify', 'app/uninstalled', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100, true),
+	/* GitHub: issues and pull requests carry updated_at; pushes happen once */
+	('github', 'issues*', 'state', 'version', 'issue', NULL,
+	 '$.issue.id', '$.issue.updated_at', '$.issue.state', '$.issue.updated_at', NULL, NULL, NULL, false, NULL, 100, true),
+	('github', 'pull_request*', 'state', 'version', 'pull_request', NULL,
+	 '$.pull_request.id', '$.pull_request.updated_at', '$.pull_request.state', '$.pull_request.updated_at',
+	 NULL, NULL, NULL, false, NULL, 100, true),
+	('github', 'push', 'occurrence', 'occurrence', 'push', NULL,
+	 '$.after', NULL, NULL, '$.head_commit.timestamp', NULL, NULL, NULL, false, NULL, 100, true),
+	('github', 'ping', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100, true),
+	/* Standard Webhooks fix the envelope, not the content: no version, no read API known */
+	('standard', '*', 'state', 'unordered', 'object', '$.data.object',
+	 '$.data.id', NULL, '$.data.status', '$.timestamp', NULL, NULL, NULL, false, NULL, 10, true),
+	/* Razorpay has no read API here: payments, refunds and orders walk their machines */
+	('razorpay', 'payment.*', 'state', 'machine', 'payment', NULL,
+	 '$.payload.payment.entity.id', NULL, '$.payload.payment.entity.status', '$.created_at',
+	 NULL, NULL, 'razorpay_payment', false, NULL, 100, true),
+	/* downtime notices name a payment method, not a payment */
+	('razorpay', 'payment.downtime.*', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 110, true),
+	('razorpay', 'refund.*', 'state', 'machine', 'refund', NULL,
+	 '$.payload.refund.entity.id', NULL, '$.payload.refund.entity.status', '$.created_at',
+	 '$.payload.refund.entity.amount', '$.payload.refund.entity.currency', 'razorpay_refund', false, 'refund', 100, true),
+	('razorpay', 'order.*', 'state', 'machine', 'order', NULL,
+	 '$.payload.order.entity.id', NULL, '$.payload.order.entity.status', '$.created_at',
+	 NULL, NULL, 'razorpay_order', false, NULL, 100, true)
+ON CONFLICT ON CONSTRAINT routes_unique DO UPDATE SET
+	class = EXCLUDED.class,
+	strategy = EXCLUDED.strategy,
+	object_type = EXCLUDED.object_type,
+	object_type_path = EXCLUDED.object_type_path,
+	object_id_path = EXCLUDED.object_id_path,
+	version_path = EXCLUDED.version_path,
+	status_path = EXCLUDED.status_path,
+	time_path = EXCLUDED.time_path,
+	amount_path = EXCLUDED.amount_path,
+	currency_path = EXCLUDED.currency_path,
+	machine = EXCLUDED.machine,
+	tombstone = EXCLUDED.tombstone,
+	occurrence_kind = EXCLUDED.occurrence_kind,
+	priority = EXCLUDED.priority
+	WHERE routes.preset;
