@@ -17,6 +17,20 @@ use WorkerTest;
 
 my $node = worker_node('longtxn', "webhook_inbox.batch_size = 200\n");
 $node->safe_psql('postgres', "SELECT webhook_inbox.create_source('acct', 'stripe', 'whsec_l')");
+# without a read API, this source's payments walk the article's payment machine (custom routes:
+# a real PaymentIntent's lifecycle has cycles, and the presets fetch it) and refunds are occurrences
+$node->safe_psql('postgres', q{
+	INSERT INTO webhook_inbox.routes (source_id, event_type, class, strategy, object_type, object_id_path,
+									  status_path, amount_path, currency_path, machine)
+	SELECT s.id, r.event_type, r.class, r.strategy, r.object_type, '$.data.object.id', r.status_path,
+		   r.amount_path, r.currency_path, r.machine
+	  FROM webhook_inbox.sources s,
+		   (VALUES ('payment_intent.*', 'state', 'machine', 'payment', '$.data.object.status'::jsonpath,
+					NULL::jsonpath, NULL::jsonpath, 'payment'),
+				   ('refund.created', 'occurrence', 'occurrence', 'refund', NULL, '$.data.object.amount',
+					'$.data.object.currency', NULL)) AS r(event_type, class, strategy, object_type, status_path,
+														 amount_path, currency_path, machine)
+	 WHERE s.name = 'acct'});
 
 # 3 events per payment (pending, authorised, captured) in shuffled order,
 # and one refund occurrence per payment
