@@ -1,8 +1,10 @@
 /*
  * api.h
- *		The simulator's HTTP side: the provider read API (Stripe and Shopify
- *		style), injected faults, the refund effect endpoint with idempotency
- *		keys, and the /_sim/ control, truth and counter endpoints.
+ *		The simulator's HTTP side: the providers' APIs as their official SDKs
+ *		type them (Stripe's objects, lists and events with its parameters,
+ *		errors and pagination; Shopify's Admin REST orders), injected faults,
+ *		Stripe's refund endpoint with idempotency keys, and the /_sim/
+ *		control, truth and counter endpoints.
  */
 #ifndef SIM_API_H
 #define SIM_API_H
@@ -33,8 +35,8 @@ typedef struct fault_rule
 typedef struct api_options
 {
 	const char *api_token;		/* NULL: no auth */
-	int			no_effect_lookup;
 	const char *request_log;	/* file: one line per API request, or NULL */
+	int			idempotency_ttl;	/* seconds Stripe keeps a key (86400) */
 	uint64_t	seed;			/* of the fault draws */
 } api_options;
 

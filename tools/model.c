@@ -1,24 +1,53 @@
 /*
  * model.c
- *		Scenario generation and the provider's object store (see model.h).
+ *		Scenario generation, the provider's object store and the Stripe
+ *		events store (see model.h).
  *
- * Lifecycles:
- *   subscription  trialing -> active | past_due | canceled, active -> past_due
- *                 | canceled, past_due -> active | unpaid | canceled, unpaid ->
- *                 active | canceled (final); deletion (status canceled, then
- *                 404) from any live status; quantity changes without a
- *                 status change.  No version.
- *   payment       pending -> authorised | failed, authorised -> captured |
- *                 failed, captured -> settled | refunded, settled -> refunded;
- *                 captured/settled/refunded payments also get refund and
- *                 dispute occurrences (at most three per payment).
- *   order         pending -> authorized | paid | voided, authorized -> paid |
- *                 voided, paid -> partially_refunded | refunded,
- *                 partially_refunded -> refunded; updates without a status
- *                 change; deletion.  updated_at grows by >= 1 s per change.
+ * Lifecycles (statuses and event types as stripe-node types them):
+ *   subscription    incomplete -> active | incomplete_expired; trialing ->
+ *                   active | past_due | paused | canceled; active -> past_due
+ *                   | paused | canceled; past_due -> active | unpaid |
+ *                   canceled; unpaid -> active | canceled; paused -> active
+ *                   (resumed) | canceled.  canceled and incomplete_expired are
+ *                   final; a canceled subscription stays retrievable.  Also
+ *                   quantity changes.  Events customer.subscription.created,
+ *                   .updated, .paused, .resumed, .deleted (on cancel).
+ *   payment_intent  requires_payment_method -> requires_confirmation (silent:
+ *                   Stripe has no event for it) -> a payment attempt:
+ *                   requires_action | processing | requires_capture |
+ *                   succeeded, or a failure back to requires_payment_method
+ *                   (payment_intent.payment_failed); requires_action ->
+ *                   processing | succeeded | failure; processing ->
+ *                   succeeded | requires_capture | failure; requires_capture
+ *                   -> succeeded | canceled; any unfinished status ->
+ *                   canceled.  A cycle, not a DAG.  Succeeded ones get
+ *                   refunds and disputes (at most three).
+ *   refund          pending -> succeeded | failed | canceled (refund.created,
+ *                   refund.updated, refund.failed); created pending or
+ *                   succeeded.
+ *   dispute         needs_response -> under_review -> won | lost;
+ *                   warning_needs_response -> warning_under_review ->
+ *                   warning_closed (charge.dispute.created, .updated, .closed).
+ *   charge          one per payment attempt when enabled: pending ->
+ *                   succeeded | failed; a manual-capture charge is captured
+ *                   later (charge.pending, .succeeded, .failed, .captured,
+ *                   .refunded).
+ *   invoice         draft -> open -> paid | uncollectible | void, a failed
+ *                   payment keeps it open, uncollectible -> paid | void
+ *                   (invoice.created, .finalized, .paid, .payment_failed,
+ *                   .marked_uncollectible, .voided).
+ *   customer        created, updated, deleted (then retrieved as
+ *                   {"id","object":"customer","deleted":true}).
+ *   checkout.session created silently (open) -> complete | expired
+ *                   (checkout.session.completed, .expired).
+ *   order           Shopify: pending -> authorized | paid | voided, authorized
+ *                   -> paid | voided, paid -> partially_refunded | refunded,
+ *                   partially_refunded -> refunded; updates without a status
+ *                   change; deletion.  updated_at grows by >= 1 s per change.
  *
  * Every random draw comes from one xoshiro stream in a fixed order, so the
- * stream is a pure function of the seed and the flags that shape it.
+ * stream is a pure function of the seed, the epoch and the flags that shape
+ * it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,43 +55,120 @@
 
 #include "model.h"
 
-static const char *const sub_status[] = {"trialing", "active", "past_due", "unpaid", "canceled"};
+static const char *const sub_status[] = {"incomplete", "incomplete_expired", "trialing",
+"active", "past_due", "canceled", "unpaid", "paused"};
 enum
 {
-	SUB_TRIALING, SUB_ACTIVE, SUB_PAST_DUE, SUB_UNPAID, SUB_CANCELED
+	SUB_INCOMPLETE, SUB_INCOMPLETE_EXPIRED, SUB_TRIALING, SUB_ACTIVE, SUB_PAST_DUE,
+	SUB_CANCELED, SUB_UNPAID, SUB_PAUSED
 };
-static const char *const pay_status[] = {"pending", "authorised", "captured", "settled", "failed", "refunded"};
+static const char *const pi_status[] = {"requires_payment_method", "requires_confirmation",
+"requires_action", "processing", "requires_capture", "succeeded", "canceled"};
 enum
 {
-	PAY_PENDING, PAY_AUTHORISED, PAY_CAPTURED, PAY_SETTLED, PAY_FAILED, PAY_REFUNDED
+	PI_RPM, PI_RC, PI_ACTION, PI_PROCESSING, PI_CAPTURE, PI_SUCCEEDED, PI_CANCELED
+};
+static const char *const inv_status[] = {"draft", "open", "paid", "uncollectible", "void"};
+enum
+{
+	INV_DRAFT, INV_OPEN, INV_PAID, INV_UNCOLLECTIBLE, INV_VOID
+};
+static const char *const cs_status[] = {"open", "complete", "expired"};
+enum
+{
+	CS_OPEN, CS_COMPLETE, CS_EXPIRED
 };
 static const char *const order_status[] = {"pending", "authorized", "paid", "partially_refunded", "refunded", "voided"};
 enum
 {
 	ORD_PENDING, ORD_AUTHORIZED, ORD_PAID, ORD_PARTIAL, ORD_REFUNDED, ORD_VOIDED
 };
+static const char *const re_status[] = {"pending", "succeeded", "failed", "canceled"};
+enum
+{
+	RE_PENDING, RE_SUCCEEDED, RE_FAILED, RE_CANCELED
+};
+static const char *const dp_status[] = {"warning_needs_response", "warning_under_review",
+"warning_closed", "needs_response", "under_review", "won", "lost"};
+enum
+{
+	DP_WARN_NEEDS, DP_WARN_REVIEW, DP_WARN_CLOSED, DP_NEEDS, DP_REVIEW, DP_WON, DP_LOST
+};
+static const char *const ch_status[] = {"pending", "succeeded", "failed"};
+enum
+{
+	CH_PENDING, CH_SUCCEEDED, CH_FAILED
+};
 
 static const char *const stripe_currency[] = {"usd", "eur", "gbp"};
 static const char *const shop_currency[] = {"USD", "EUR", "CAD"};
 
-#define MAX_OCC_PER_PAYMENT 3
+static const char *const type_names[OT__COUNT] = {
+	[OT_SUB] = "subscription", [OT_PI] = "payment_intent", [OT_INVOICE] = "invoice",
+	[OT_CUSTOMER] = "customer", [OT_CHECKOUT] = "checkout.session", [OT_ORDER] = "order",
+	[OT_REFUND] = "refund", [OT_DISPUTE] = "dispute", [OT_CHARGE] = "charge",
+};
+static const char *const type_paths[OT__COUNT] = {
+	[OT_SUB] = "subscriptions", [OT_PI] = "payment_intents", [OT_INVOICE] = "invoices",
+	[OT_CUSTOMER] = "customers", [OT_CHECKOUT] = "checkout/sessions", [OT_ORDER] = "orders",
+	[OT_REFUND] = "refunds", [OT_DISPUTE] = "disputes", [OT_CHARGE] = "charges",
+};
+
+#define MAX_PI_ATTEMPTS 3
 #define STRIPE_API_VERSION "2024-06-20"
 #define SHOPIFY_API_VERSION "2024-01"
 
 const char *
 obj_type_name(obj_type t)
 {
-	static const char *const names[] = {"subscription", "payment", "order"};
-
-	return names[t];
+	return type_names[t];
 }
 
 const char *
-occ_kind_name(occ_kind k)
+obj_type_path(obj_type t)
 {
-	static const char *const names[] = {"refund", "dispute"};
+	return type_paths[t];
+}
 
-	return names[k];
+int
+obj_type_is_occurrence(obj_type t)
+{
+	return t == OT_REFUND || t == OT_DISPUTE;
+}
+
+unsigned
+model_parse_types(const char *list)
+{
+	unsigned	mask = 0;
+	const char *p = list;
+
+	while (*p)
+	{
+		const char *e = strchr(p, ',');
+		size_t		n = e ? (size_t) (e - p) : strlen(p);
+		int			t,
+					found = 0;
+
+		for (t = 0; t < OT__COUNT; t++)
+			if (strlen(type_names[t]) == n && strncmp(type_names[t], p, n) == 0)
+			{
+				mask |= 1u << t;
+				found = 1;
+			}
+		if (!found)
+			return 0;
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return mask;
+}
+
+unsigned
+model_default_types(void)
+{
+	return (1u << OT_SUB) | (1u << OT_PI) | (1u << OT_REFUND) | (1u << OT_DISPUTE) |
+		(1u << OT_ORDER);
 }
 
 const char *
@@ -72,10 +178,22 @@ obj_status_name(const sim_object *o)
 	{
 		case OT_SUB:
 			return sub_status[o->status];
-		case OT_PAY:
-			return pay_status[o->status];
-		default:
+		case OT_PI:
+			return pi_status[o->status];
+		case OT_INVOICE:
+			return inv_status[o->status];
+		case OT_CHECKOUT:
+			return cs_status[o->status];
+		case OT_ORDER:
 			return order_status[o->status];
+		case OT_REFUND:
+			return re_status[o->status];
+		case OT_DISPUTE:
+			return dp_status[o->status];
+		case OT_CHARGE:
+			return ch_status[o->status];
+		default:
+			return NULL;
 	}
 }
 
@@ -83,12 +201,6 @@ const char *
 currency_name(const sim_object *o)
 {
 	return o->type == OT_ORDER ? shop_currency[o->currency] : stripe_currency[o->currency];
-}
-
-const char *
-occ_currency_name(const sim_occurrence *c)
-{
-	return stripe_currency[c->currency];
 }
 
 int
@@ -113,16 +225,36 @@ cmp_obj_idx(const void *a, const void *b)
 				  sort_model->objs[*(const long *) b].id);
 }
 
-static int
-cmp_occ_idx(const void *a, const void *b)
+static void
+make_id(sim_model *m, sim_rng *r, sim_object *o, long k)
 {
-	return id_cmp(sort_model->occs[*(const long *) a].id,
-				  sort_model->occs[*(const long *) b].id);
+	static const char *const prefix[OT__COUNT] = {
+		[OT_SUB] = "sub_", [OT_PI] = "pi_", [OT_INVOICE] = "in_", [OT_CUSTOMER] = "cus_",
+		[OT_CHECKOUT] = "cs_test_", [OT_REFUND] = "re_", [OT_DISPUTE] = "dp_", [OT_CHARGE] = "ch_",
+	};
+	char		tok[41];
+
+	if (o->type == OT_ORDER)
+	{
+		snprintf(o->id, sizeof(o->id), "%lld",
+				 450789469001LL + (long long) k * 1000 + (long long) rng_below(r, 1000));
+		o->number = 1001 + k;
+	}
+	else
+	{
+		rng_token(r, tok, o->type == OT_CHECKOUT ? 40 : o->type == OT_SUB ? 14 : 24);
+		snprintf(o->id, sizeof(o->id), "%s%s", prefix[o->type], tok);
+	}
+	/* Ids are random: a rare collision is resolved by a suffix. */
+	if (idmap_get(&m->obj_ids, o->id) >= 0)
+		snprintf(o->id + strlen(o->id), sizeof(o->id) - strlen(o->id), "x%ld", k);
+	idmap_put(&m->obj_ids, o->id, k);
 }
 
 void
 model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
-		   double thin_share, sim_source *sources, int nsources)
+		   double thin_share, int64_t epoch, unsigned types_mask,
+		   sim_source *sources, int nsources)
 {
 	obj_type	avail[OT__COUNT];
 	int			navail = 0,
@@ -137,9 +269,10 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 	m->seed = seed;
 	m->target_events = nevents;
 	m->thin_share = thin_share;
+	m->epoch = epoch;
 	m->sources = sources;
 	m->nsources = nsources;
-	m->clock = SIM_EPOCH;
+	m->clock = epoch;
 	rng_seed(&m->rng, seed);
 	rng_seed(&m->effect_rng, seed ^ 0x5eed0fe77ec75ULL);
 
@@ -152,15 +285,22 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 		else if (sources[i].kind == SK_STANDARD && standard < 0)
 			standard = i;
 	}
-	m->src_for[OT_SUB] = standard >= 0 ? standard : stripe;
-	m->src_for[OT_PAY] = stripe;
-	m->src_for[OT_ORDER] = shopify;
 	for (t = 0; t < OT__COUNT; t++)
+		m->src_for[t] = (types_mask & (1u << t)) ? stripe : -1;
+	if (types_mask & (1u << OT_SUB))
+		m->src_for[OT_SUB] = standard >= 0 ? standard : stripe;
+	m->src_for[OT_ORDER] = (types_mask & (1u << OT_ORDER)) ? shopify : -1;
+	/* children need their PaymentIntents */
+	if (m->src_for[OT_PI] < 0)
+		m->src_for[OT_REFUND] = m->src_for[OT_DISPUTE] = m->src_for[OT_CHARGE] = -1;
+	for (t = 0; t < OT_ROOT_COUNT; t++)
 		if (m->src_for[t] >= 0)
 			avail[navail++] = (obj_type) t;
 
 	m->nobjs = navail ? nobjects : 0;
-	m->objs = xcalloc((size_t) m->nobjs, sizeof(sim_object));
+	m->nroots = m->nobjs;
+	m->cap = m->nobjs + 64;
+	m->objs = xcalloc((size_t) m->cap, sizeof(sim_object));
 	for (k = 0; k < m->nobjs; k++)
 	{
 		sim_object *o = &m->objs[k];
@@ -168,56 +308,41 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 
 		o->type = avail[rng_below(&m->rng, (uint64_t) navail)];
 		o->source = m->src_for[o->type];
-		switch (o->type)
-		{
-			case OT_SUB:
-				rng_token(&m->rng, tok, 14);
-				snprintf(o->id, sizeof(o->id), "sub_%s", tok);
-				break;
-			case OT_PAY:
-				rng_token(&m->rng, tok, 24);
-				snprintf(o->id, sizeof(o->id), "pi_%s", tok);
-				break;
-			default:
-				snprintf(o->id, sizeof(o->id), "%lld",
-						 450789469001LL + (long long) k * 1000 +
-						 (long long) rng_below(&m->rng, 1000));
-				o->number = 1001 + k;
-				break;
-		}
+		o->parent = -1;
+		o->charge = -1;
+		make_id(m, &m->rng, o, k);
 		rng_token(&m->rng, tok, 14);
 		snprintf(o->customer, sizeof(o->customer), "cus_%s", tok);
-		/* Ids are random: a rare collision is resolved by a suffix. */
-		if (idmap_get(&m->obj_ids, o->id) >= 0)
-			snprintf(o->id + strlen(o->id), sizeof(o->id) - strlen(o->id), "x%ld", k);
-		idmap_put(&m->obj_ids, o->id, k);
 	}
+	m->ncreated = 0;
 
-	/* Object ids never change: sort each type's index once. */
+	/* Order ids never change: sort them once. */
 	sort_model = m;
-	for (t = 0; t < OT__COUNT; t++)
-	{
-		coll_id		c = (coll_id) t;	/* COLL_SUB.. match OT_SUB.. */
-
-		m->sorted[c] = xcalloc((size_t) m->nobjs, sizeof(long));
-		for (k = 0; k < m->nobjs; k++)
-			if (m->objs[k].type == (obj_type) t)
-				m->sorted[c][m->nsorted[c]++] = k;
-		qsort(m->sorted[c], (size_t) m->nsorted[c], sizeof(long), cmp_obj_idx);
-	}
+	m->by_id = xcalloc((size_t) m->nobjs + 1, sizeof(long));
+	for (k = 0; k < m->nobjs; k++)
+		if (m->objs[k].type == OT_ORDER)
+			m->by_id[m->nby_id++] = k;
+	qsort(m->by_id, (size_t) m->nby_id, sizeof(long), cmp_obj_idx);
 }
+
 
 void
 model_free(sim_model *m)
 {
-	int			c;
+	int			t;
+	long		k;
 
-	for (c = 0; c < COLL__COUNT; c++)
-		free(m->sorted[c]);
+	for (t = 0; t < OT__COUNT; t++)
+		free(m->order[t]);
+	for (k = 0; k < m->nevents; k++)
+		free(m->events[k].body);
+	for (k = 0; k < m->nqueue; k++)
+		sim_event_free(&m->queue[k]);
+	free(m->events);
+	free(m->by_id);
 	free(m->objs);
-	free(m->occs);
 	idmap_free(&m->obj_ids);
-	idmap_free(&m->occ_ids);
+	idmap_free(&m->event_ids);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -231,13 +356,48 @@ model_find_object(const sim_model *m, obj_type t, const char *id)
 	return k;
 }
 
-long
-model_find_occ(const sim_model *m, occ_kind kind, const char *id)
+/* Mark o created now and append it to its type's creation order. */
+static void
+make_exist(sim_model *m, long k)
 {
-	long		k = idmap_get(&m->occ_ids, id);
+	sim_object *o = &m->objs[k];
+	obj_type	t = o->type;
 
-	if (k < 0 || m->occs[k].kind != kind)
-		return -1;
+	o->exists = 1;
+	o->created = m->clock;
+	o->updated_at = m->clock;
+	if (m->norder[t] == m->order_cap[t])
+	{
+		m->order_cap[t] = m->order_cap[t] ? m->order_cap[t] * 2 : 64;
+		m->order[t] = xrealloc(m->order[t], (size_t) m->order_cap[t] * sizeof(long));
+	}
+	o->pos = m->norder[t];
+	m->order[t][m->norder[t]++] = k;
+}
+
+/* A new child object of PaymentIntent pi (objs may move: use indices). */
+static long
+new_child(sim_model *m, sim_rng *r, obj_type t, long pi)
+{
+	long		k;
+	sim_object *o;
+
+	if (m->nobjs == m->cap)
+	{
+		m->cap = m->cap * 2 + 64;
+		m->objs = xrealloc(m->objs, (size_t) m->cap * sizeof(sim_object));
+	}
+	k = m->nobjs++;
+	o = &m->objs[k];
+	memset(o, 0, sizeof(*o));
+	o->type = t;
+	o->source = m->objs[pi].source;
+	o->parent = pi;
+	o->charge = -1;
+	o->currency = m->objs[pi].currency;
+	snprintf(o->customer, sizeof(o->customer), "%s", m->objs[pi].customer);
+	make_id(m, r, o, k);
+	make_exist(m, k);
 	return k;
 }
 
@@ -249,249 +409,389 @@ render_money(sbuf *out, int64_t minor)
 	sb_printf(out, "\"%lld.%02lld\"", (long long) (minor / 100), (long long) (minor % 100));
 }
 
+static void
+render_ts_or_null(sbuf *out, const char *name, int set, int64_t t)
+{
+	if (set)
+		sb_printf(out, ",\"%s\":%lld", name, (long long) t);
+	else
+		sb_printf(out, ",\"%s\":null", name);
+}
+
+static void
+render_metadata(sbuf *out, const sim_object *o)
+{
+	sb_printf(out, ",\"metadata\":{%s}", o->metadata);
+}
+
+static const char *
+id_of(const sim_model *m, long k)
+{
+	return k >= 0 ? m->objs[k].id : NULL;
+}
+
+static void
+render_ref(sbuf *out, const char *name, const char *id)
+{
+	if (id)
+		sb_printf(out, ",\"%s\":\"%s\"", name, id);
+	else
+		sb_printf(out, ",\"%s\":null", name);
+}
+
+/*
+ * The object as Stripe's (or Shopify's) API shows it: the fields the
+ * official SDK types declare for what this simulator models.
+ */
 void
-render_object(sbuf *out, const sim_object *o, int with_updated)
+render_object(const sim_model *m, sbuf *out, const sim_object *o)
 {
 	char		iso1[40],
 				iso2[40];
+	const char *st = obj_status_name(o);
 
 	switch (o->type)
 	{
 		case OT_SUB:
 			sb_printf(out, "{\"id\":\"%s\",\"object\":\"subscription\",\"status\":\"%s\","
-					  "\"customer\":\"%s\",\"quantity\":%d,\"currency\":\"%s\",\"created\":%lld",
-					  o->id, obj_status_name(o), o->customer, o->quantity,
-					  currency_name(o), (long long) o->created);
+					  "\"customer\":\"%s\",\"quantity\":%d,\"currency\":\"%s\",\"created\":%lld,"
+					  "\"start_date\":%lld,\"livemode\":false,\"cancel_at_period_end\":false",
+					  o->id, st, o->customer, o->quantity, currency_name(o),
+					  (long long) o->created, (long long) o->created);
+			render_ts_or_null(out, "canceled_at", o->status == SUB_CANCELED, o->updated_at);
+			render_ts_or_null(out, "ended_at", o->status == SUB_CANCELED ||
+							  o->status == SUB_INCOMPLETE_EXPIRED, o->updated_at);
+			sb_printf(out, ",\"pause_collection\":%s",
+					  o->status == SUB_PAUSED ? "{\"behavior\":\"void\",\"resumes_at\":null}" : "null");
+			render_metadata(out, o);
 			break;
-		case OT_PAY:
+		case OT_PI:
 			sb_printf(out, "{\"id\":\"%s\",\"object\":\"payment_intent\",\"status\":\"%s\","
-					  "\"amount\":%lld,\"currency\":\"%s\",\"customer\":\"%s\",\"created\":%lld",
-					  o->id, obj_status_name(o), (long long) o->amount,
-					  currency_name(o), o->customer, (long long) o->created);
+					  "\"amount\":%lld,\"amount_capturable\":%lld,\"amount_received\":%lld,"
+					  "\"currency\":\"%s\",\"customer\":\"%s\",\"created\":%lld,\"livemode\":false,"
+					  "\"capture_method\":\"%s\"",
+					  o->id, st, (long long) o->amount,
+					  (long long) (o->status == PI_CAPTURE ? o->amount : 0),
+					  (long long) (o->status == PI_SUCCEEDED ? o->amount : 0),
+					  currency_name(o), o->customer, (long long) o->created,
+					  o->quantity ? "manual" : "automatic");
+			render_ref(out, "latest_charge", id_of(m, o->charge));
+			if (o->status == PI_RPM && o->attempts > 0)
+				sb_puts(out, ",\"last_payment_error\":{\"type\":\"card_error\",\"code\":\"card_declined\","
+						"\"decline_code\":\"generic_decline\",\"message\":\"Your card was declined.\"}");
+			else
+				sb_puts(out, ",\"last_payment_error\":null");
+			render_ts_or_null(out, "canceled_at", o->status == PI_CANCELED, o->updated_at);
+			sb_printf(out, ",\"cancellation_reason\":%s",
+					  o->status == PI_CANCELED ? "\"abandoned\"" : "null");
+			render_metadata(out, o);
 			break;
-		default:
+		case OT_INVOICE:
+			sb_printf(out, "{\"id\":\"%s\",\"object\":\"invoice\",\"status\":\"%s\","
+					  "\"customer\":\"%s\",\"currency\":\"%s\",\"amount_due\":%lld,\"amount_paid\":%lld,"
+					  "\"amount_remaining\":%lld,\"attempt_count\":%d,\"created\":%lld,\"livemode\":false,"
+					  "\"collection_method\":\"charge_automatically\"",
+					  o->id, st, o->customer, currency_name(o), (long long) o->amount,
+					  (long long) (o->status == INV_PAID ? o->amount : 0),
+					  (long long) (o->status == INV_PAID || o->status == INV_VOID ? 0 : o->amount),
+					  o->attempts, (long long) o->created);
+			render_metadata(out, o);
+			break;
+		case OT_CUSTOMER:
+			if (o->deleted)
+			{
+				sb_printf(out, "{\"id\":\"%s\",\"object\":\"customer\",\"deleted\":true}", o->id);
+				return;
+			}
+			sb_printf(out, "{\"id\":\"%s\",\"object\":\"customer\",\"created\":%lld,\"livemode\":false,"
+					  "\"balance\":%lld,\"currency\":\"%s\",\"email\":\"%s@example.com\",\"name\":null,"
+					  "\"delinquent\":false",
+					  o->id, (long long) o->created, (long long) o->amount, currency_name(o),
+					  o->id + 4);
+			render_metadata(out, o);
+			break;
+		case OT_CHECKOUT:
+			sb_printf(out, "{\"id\":\"%s\",\"object\":\"checkout.session\",\"status\":\"%s\","
+					  "\"payment_status\":\"%s\",\"mode\":\"payment\",\"amount_total\":%lld,"
+					  "\"currency\":\"%s\",\"customer\":\"%s\",\"created\":%lld,\"expires_at\":%lld,"
+					  "\"livemode\":false,\"url\":null",
+					  o->id, st, o->status == CS_COMPLETE ? "paid" : "unpaid",
+					  (long long) o->amount, currency_name(o), o->customer,
+					  (long long) o->created, (long long) (o->created + 86400));
+			render_metadata(out, o);
+			break;
+		case OT_REFUND:
+			sb_printf(out, "{\"id\":\"%s\",\"object\":\"refund\",\"amount\":%lld,\"currency\":\"%s\","
+					  "\"payment_intent\":\"%s\",\"status\":\"%s\",\"created\":%lld,\"reason\":%s",
+					  o->id, (long long) o->amount, currency_name(o), id_of(m, o->parent), st,
+					  (long long) o->created,
+					  o->quantity ? "\"requested_by_customer\"" : "null");
+			render_ref(out, "charge", id_of(m, o->charge));
+			sb_printf(out, ",\"failure_reason\":%s",
+					  o->status == RE_FAILED ? "\"lost_or_stolen_card\"" : "null");
+			render_metadata(out, o);
+			break;
+		case OT_DISPUTE:
+			sb_printf(out, "{\"id\":\"%s\",\"object\":\"dispute\",\"amount\":%lld,\"currency\":\"%s\","
+					  "\"payment_intent\":\"%s\",\"status\":\"%s\",\"reason\":\"fraudulent\","
+					  "\"created\":%lld,\"livemode\":false,\"is_charge_refundable\":false",
+					  o->id, (long long) o->amount, currency_name(o), id_of(m, o->parent), st,
+					  (long long) o->created);
+			render_ref(out, "charge", id_of(m, o->charge));
+			render_metadata(out, o);
+			break;
+		case OT_CHARGE:
+			sb_printf(out, "{\"id\":\"%s\",\"object\":\"charge\",\"amount\":%lld,\"amount_captured\":%lld,"
+					  "\"amount_refunded\":%lld,\"captured\":%s,\"refunded\":%s,\"paid\":%s,"
+					  "\"currency\":\"%s\",\"customer\":\"%s\",\"payment_intent\":\"%s\",\"status\":\"%s\","
+					  "\"created\":%lld,\"livemode\":false,\"failure_code\":%s",
+					  o->id, (long long) o->amount,
+					  (long long) (o->captured ? o->amount : 0),
+					  (long long) o->amount_refunded, o->captured ? "true" : "false",
+					  o->amount_refunded >= o->amount ? "true" : "false",
+					  o->status == CH_SUCCEEDED ? "true" : "false",
+					  currency_name(o), o->customer, id_of(m, o->parent), st,
+					  (long long) o->created,
+					  o->status == CH_FAILED ? "\"card_declined\"" : "null");
+			render_metadata(out, o);
+			break;
+		case OT_ORDER:
 			iso_time(o->created, 0, iso1, sizeof(iso1));
 			iso_time(o->updated_at, 0, iso2, sizeof(iso2));
 			sb_printf(out, "{\"id\":%s,\"name\":\"#%ld\",\"created_at\":\"%s\",\"updated_at\":\"%s\","
 					  "\"financial_status\":\"%s\",\"total_price\":",
-					  o->id, o->number, iso1, iso2, obj_status_name(o));
+					  o->id, o->number, iso1, iso2, st);
 			render_money(out, o->amount);
 			sb_printf(out, ",\"currency\":\"%s\"", currency_name(o));
+			if (o->status == ORD_VOIDED)
+				sb_printf(out, ",\"cancelled_at\":\"%s\"", iso2);
+			else
+				sb_puts(out, ",\"cancelled_at\":null");
+			sb_puts(out, ",\"closed_at\":null");
+			break;
+		default:
 			break;
 	}
-	if (with_updated)
-		sb_printf(out, ",\"updated\":%lld", (long long) o->updated);
-	sb_putc(out, '}');
-}
-
-void
-render_tombstone(sbuf *out, const sim_object *o)
-{
-	if (o->type == OT_ORDER)
-		sb_printf(out, "{\"id\":%s,\"deleted\":true,\"updated\":%lld}",
-				  o->id, (long long) o->updated);
-	else
-		sb_printf(out, "{\"id\":\"%s\",\"object\":\"%s\",\"deleted\":true,\"updated\":%lld}",
-				  o->id, o->type == OT_SUB ? "subscription" : "payment_intent",
-				  (long long) o->updated);
-}
-
-void
-render_occurrence(const sim_model *m, sbuf *out, const sim_occurrence *c,
-				  int with_updated)
-{
-	sb_printf(out, "{\"id\":\"%s\",\"object\":\"%s\",\"amount\":%lld,\"currency\":\"%s\","
-			  "\"payment_intent\":\"%s\",\"created\":%lld",
-			  c->id, c->kind == OC_REFUND ? "refund" : "dispute",
-			  (long long) c->amount, occ_currency_name(c),
-			  m->objs[c->payment].id, (long long) c->created);
-	if (c->kind == OC_REFUND)
-		sb_puts(out, ",\"status\":\"succeeded\"");
-	else
-		sb_puts(out, ",\"reason\":\"fraudulent\",\"status\":\"needs_response\"");
-	if (with_updated)
-		sb_printf(out, ",\"updated\":%lld", (long long) c->updated);
 	sb_putc(out, '}');
 }
 
 /* ---------- event construction ---------- */
 
-static void
-stripe_event(sim_model *m, sim_event *ev, const char *type, const char *object_json)
+static sim_event *
+queue_slot(sim_model *m)
 {
-	char		tok[32];
-	sbuf		b;
+	sim_event  *ev;
 
-	rng_token(&m->rng, tok, 24);
-	snprintf(ev->event_id, sizeof(ev->event_id), "evt_%s", tok);
-	snprintf(ev->type, sizeof(ev->type), "%s", type);
-	sb_init(&b);
-	sb_printf(&b, "{\"id\":\"%s\",\"object\":\"event\",\"api_version\":\"%s\",\"created\":%lld,"
-			  "\"type\":\"%s\",\"livemode\":false,\"data\":{\"object\":%s}}",
-			  ev->event_id, STRIPE_API_VERSION, (long long) m->clock, type, object_json);
-	ev->body_len = b.len;
-	ev->body = sb_steal(&b);
+	if (m->nqueue == SIM_MAX_QUEUE)
+	{
+		fprintf(stderr, "webhook-sim: event queue overflow\n");
+		abort();
+	}
+	ev = &m->queue[m->nqueue++];
+	memset(ev, 0, sizeof(*ev));
+	return ev;
 }
 
-/* Subscription events go out as Stripe snapshot, Stripe thin or Standard. */
 static void
-subscription_event(sim_model *m, sim_event *ev, sim_object *o, const char *verb)
+store_event(sim_model *m, const char *id, const char *type, int source,
+			int64_t created, const char *body)
 {
+	sim_stored_event *se;
+
+	if (m->nevents == m->events_cap)
+	{
+		m->events_cap = m->events_cap ? m->events_cap * 2 : 256;
+		m->events = xrealloc(m->events, (size_t) m->events_cap * sizeof(sim_stored_event));
+	}
+	se = &m->events[m->nevents];
+	snprintf(se->id, sizeof(se->id), "%s", id);
+	snprintf(se->type, sizeof(se->type), "%s", type);
+	se->source = source;
+	se->created = created;
+	se->body = xstrdup(body);
+	idmap_put(&m->event_ids, se->id, m->nevents);
+	m->nevents++;
+}
+
+/* A Stripe v1 snapshot event's JSON, as delivered and as /v1/events lists it. */
+static void
+stripe_event_json(sbuf *b, const char *id, const char *type, int64_t created,
+				  const char *object_json, const char *idem_key)
+{
+	sb_printf(b, "{\"id\":\"%s\",\"object\":\"event\",\"api_version\":\"%s\",\"created\":%lld,"
+			  "\"data\":{\"object\":%s},\"livemode\":false,\"pending_webhooks\":1,"
+			  "\"request\":{\"id\":null,\"idempotency_key\":",
+			  id, STRIPE_API_VERSION, (long long) created, object_json);
+	if (idem_key)
+		sb_json_str(b, idem_key);
+	else
+		sb_puts(b, "null");
+	sb_printf(b, "},\"type\":\"%s\"}", type);
+}
+
+/*
+ * Queue the webhook of a change of object k: a Stripe snapshot event (also
+ * kept in the events store), a thin event for a share of subscription
+ * events, or the Standard Webhooks or Shopify message of its source.
+ */
+static void
+emit_event(sim_model *m, long k, const char *type)
+{
+	sim_object *o = &m->objs[k];
+	const sim_source *src = &m->sources[o->source];
+	sim_event  *ev = queue_slot(m);
 	char		tok[32],
-				iso[40],
-				type[64];
+				iso[40];
 	sbuf		obj,
 				b;
-	int			thin = rng_double(&m->rng) < m->thin_share;
 
 	sb_init(&obj);
 	sb_init(&b);
-	render_object(&obj, o, 0);
+	ev->source = o->source;
+	ev->object_type = obj_type_name(o->type);
+	snprintf(ev->object_id, sizeof(ev->object_id), "%s", o->id);
 	iso_time(m->clock, 1, iso, sizeof(iso));
-	if (m->sources[o->source].kind == SK_STANDARD)
+	if (src->kind == SK_SHOPIFY)
+	{
+		char		uuid[40],
+					domain[128];
+
+		rng_uuid(&m->rng, uuid);
+		snprintf(ev->event_id, sizeof(ev->event_id), "%s", uuid);
+		snprintf(ev->type, sizeof(ev->type), "%s", type);
+		hdr_add(&ev->headers, "X-Shopify-Topic", type);
+		hdr_add(&ev->headers, "X-Shopify-Webhook-Id", uuid);
+		rng_uuid(&m->rng, uuid);
+		hdr_add(&ev->headers, "X-Shopify-Event-Id", uuid);
+		snprintf(domain, sizeof(domain), "%s.myshopify.com", src->name);
+		hdr_add(&ev->headers, "X-Shopify-Shop-Domain", domain);
+		hdr_add(&ev->headers, "X-Shopify-Triggered-At", iso);
+		hdr_add(&ev->headers, "X-Shopify-API-Version", SHOPIFY_API_VERSION);
+		if (o->deleted)
+			sb_printf(&b, "{\"id\":%s}", o->id);
+		else
+			render_object(m, &b, o);
+	}
+	else if (src->kind == SK_STANDARD)
 	{
 		rng_token(&m->rng, tok, 27);
 		snprintf(ev->event_id, sizeof(ev->event_id), "msg_%s", tok);
-		snprintf(ev->type, sizeof(ev->type), "subscription.%s", verb);
+		/* customer.subscription.updated -> subscription.updated */
+		snprintf(ev->type, sizeof(ev->type), "subscription.%s", strrchr(type, '.') + 1);
 		hdr_add(&ev->headers, "webhook-id", ev->event_id);
+		render_object(m, &obj, o);
 		sb_printf(&b, "{\"type\":\"%s\",\"timestamp\":\"%s\",\"data\":%s}", ev->type, iso, obj.data);
-		ev->body_len = b.len;
-		ev->body = sb_steal(&b);
 	}
-	else if (thin)
+	else
 	{
+		int			thin = o->type == OT_SUB && rng_double(&m->rng) < m->thin_share;
+
+		render_object(m, &obj, o);
 		rng_token(&m->rng, tok, 24);
 		snprintf(ev->event_id, sizeof(ev->event_id), "evt_%s", tok);
-		snprintf(ev->type, sizeof(ev->type), "v1.customer.subscription.%s", verb);
-		sb_printf(&b, "{\"id\":\"%s\",\"object\":\"v2.core.event\",\"type\":\"%s\",\"created\":\"%s\","
-				  "\"related_object\":{\"id\":\"%s\",\"type\":\"subscription\",\"url\":\"/v1/subscriptions/%s\"}}",
-				  ev->event_id, ev->type, iso, o->id, o->id);
-		ev->body_len = b.len;
-		ev->body = sb_steal(&b);
-	}
-	else
-	{
-		snprintf(type, sizeof(type), "customer.subscription.%s", verb);
-		stripe_event(m, ev, type, obj.data);
-	}
-	sb_free(&obj);
-	sb_free(&b);
-}
+		if (thin)
+		{
+			/* the v1 event exists too (listed by /v1/events), with its own id */
+			char		v1id[40];
+			sbuf		v1;
 
-static void
-order_event(sim_model *m, sim_event *ev, sim_object *o, const char *topic)
-{
-	char		uuid[40],
-				iso[40],
-				domain[128];
-	sbuf		b;
-
-	rng_uuid(&m->rng, uuid);
-	snprintf(ev->event_id, sizeof(ev->event_id), "%s", uuid);
-	snprintf(ev->type, sizeof(ev->type), "%s", topic);
-	hdr_add(&ev->headers, "X-Shopify-Topic", topic);
-	hdr_add(&ev->headers, "X-Shopify-Webhook-Id", uuid);
-	rng_uuid(&m->rng, uuid);
-	hdr_add(&ev->headers, "X-Shopify-Event-Id", uuid);
-	snprintf(domain, sizeof(domain), "%s.myshopify.com", m->sources[o->source].name);
-	hdr_add(&ev->headers, "X-Shopify-Shop-Domain", domain);
-	iso_time(m->clock, 1, iso, sizeof(iso));
-	hdr_add(&ev->headers, "X-Shopify-Triggered-At", iso);
-	hdr_add(&ev->headers, "X-Shopify-API-Version", SHOPIFY_API_VERSION);
-	sb_init(&b);
-	if (o->deleted)
-		sb_printf(&b, "{\"id\":%s}", o->id);
-	else
-		render_object(&b, o, 0);
+			snprintf(ev->type, sizeof(ev->type), "v1.%s", type);
+			sb_printf(&b, "{\"id\":\"%s\",\"object\":\"v2.core.event\",\"type\":\"%s\",\"created\":\"%s\","
+					  "\"related_object\":{\"id\":\"%s\",\"type\":\"subscription\",\"url\":\"/v1/subscriptions/%s\"}}",
+					  ev->event_id, ev->type, iso, o->id, o->id);
+			rng_token(&m->rng, tok, 24);
+			snprintf(v1id, sizeof(v1id), "evt_%s", tok);
+			sb_init(&v1);
+			stripe_event_json(&v1, v1id, type, m->clock, obj.data, NULL);
+			store_event(m, v1id, type, o->source, m->clock, v1.data);
+			sb_free(&v1);
+		}
+		else
+		{
+			snprintf(ev->type, sizeof(ev->type), "%s", type);
+			stripe_event_json(&b, ev->event_id, type, m->clock, obj.data, NULL);
+			store_event(m, ev->event_id, type, o->source, m->clock, b.data);
+		}
+	}
 	ev->body_len = b.len;
 	ev->body = sb_steal(&b);
-}
-
-static void
-payment_event(sim_model *m, sim_event *ev, sim_object *o)
-{
-	char		type[64];
-	sbuf		obj;
-
-	sb_init(&obj);
-	render_object(&obj, o, 0);
-	snprintf(type, sizeof(type), "payment_intent.%s", obj_status_name(o));
-	stripe_event(m, ev, type, obj.data);
 	sb_free(&obj);
-}
-
-static void
-occurrence_event(sim_model *m, sim_event *ev, sim_object *pay, occ_kind kind, int64_t now)
-{
-	sim_occurrence *c;
-	char		tok[32];
-	sbuf		obj;
-	long		idx;
-
-	if (m->nocc == m->occ_cap)
-	{
-		m->occ_cap = m->occ_cap ? m->occ_cap * 2 : 64;
-		m->occs = xrealloc(m->occs, (size_t) m->occ_cap * sizeof(sim_occurrence));
-	}
-	idx = m->nocc++;
-	c = &m->occs[idx];
-	memset(c, 0, sizeof(*c));
-	c->kind = kind;
-	c->source = pay->source;
-	rng_token(&m->rng, tok, 24);
-	snprintf(c->id, sizeof(c->id), "%s_%s", kind == OC_REFUND ? "re" : "dp", tok);
-	c->payment = pay - m->objs;
-	c->amount = kind == OC_REFUND ? 1 + (int64_t) rng_below(&m->rng, (uint64_t) pay->amount) : pay->amount;
-	c->currency = pay->currency;
-	c->created = m->clock;
-	c->updated = now;
-	idmap_put(&m->occ_ids, c->id, idx);
-	m->dirty[kind == OC_REFUND ? COLL_REFUND : COLL_DISPUTE] = 1;
-	pay->n_occ++;
-
-	sb_init(&obj);
-	render_occurrence(m, &obj, c, 0);
-	stripe_event(m, ev, kind == OC_REFUND ? "refund.created" : "charge.dispute.created", obj.data);
-	sb_free(&obj);
-	ev->object_type = occ_kind_name(kind);
-	snprintf(ev->object_id, sizeof(ev->object_id), "%s", c->id);
+	sb_free(&b);
 }
 
 /* ---------- lifecycles ---------- */
 
 static int
-changeable(const sim_object *o)
+enabled(const sim_model *m, obj_type t)
+{
+	return m->src_for[t] >= 0;
+}
+
+static int
+changeable(const sim_model *m, const sim_object *o)
 {
 	if (!o->exists || o->deleted)
 		return 0;
-	if (o->type == OT_PAY)
-		return o->status == PAY_PENDING || o->status == PAY_AUTHORISED ||
-			o->status == PAY_CAPTURED || o->status == PAY_SETTLED ||
-			(o->status == PAY_REFUNDED && o->n_occ < MAX_OCC_PER_PAYMENT);
-	if (o->type == OT_SUB)
-		return o->status != SUB_CANCELED;
-	return 1;
-}
-
-static void
-create_object(sim_model *m, sim_object *o, sim_event *ev)
-{
-	o->exists = 1;
-	o->created = m->clock;
-	o->updated_at = m->clock;
 	switch (o->type)
 	{
 		case OT_SUB:
-			o->status = rng_double(&m->rng) < 0.4 ? SUB_TRIALING : SUB_ACTIVE;
-			o->quantity = 1 + (int) rng_below(&m->rng, 5);
-			o->currency = (int) rng_below(&m->rng, 3);
-			subscription_event(m, ev, o, "created");
-			break;
-		case OT_PAY:
-			o->status = PAY_PENDING;
+			return o->status != SUB_CANCELED && o->status != SUB_INCOMPLETE_EXPIRED;
+		case OT_PI:
+			return o->status != PI_CANCELED &&
+				(o->status != PI_SUCCEEDED ||
+				 (o->n_child < MAX_CHILD_PER_PI && o->amount_refunded < o->amount &&
+				  (enabled(m, OT_REFUND) || enabled(m, OT_DISPUTE))));
+		case OT_INVOICE:
+			return o->status != INV_PAID && o->status != INV_VOID;
+		case OT_CHECKOUT:
+			return o->status == CS_OPEN;
+		case OT_REFUND:
+			return o->status == RE_PENDING;
+		case OT_DISPUTE:
+			return o->status != DP_WARN_CLOSED && o->status != DP_WON && o->status != DP_LOST;
+		case OT_CHARGE:
+			return o->status == CH_PENDING || (o->status == CH_SUCCEEDED && !o->captured);
+		default:
+			return 1;
+	}
+}
+
+static void
+create_root(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+
+	make_exist(m, k);
+	o->currency = (int) rng_below(&m->rng, 3);
+	switch (o->type)
+	{
+		case OT_SUB:
+			{
+				double		r = rng_double(&m->rng);
+
+				o->status = r < 0.15 ? SUB_INCOMPLETE : r < 0.5 ? SUB_TRIALING : SUB_ACTIVE;
+				o->quantity = 1 + (int) rng_below(&m->rng, 5);
+				emit_event(m, k, "customer.subscription.created");
+				break;
+			}
+		case OT_PI:
+			o->status = PI_RPM;
 			o->amount = 500 + (int64_t) rng_below(&m->rng, 99500);
-			o->currency = (int) rng_below(&m->rng, 3);
-			payment_event(m, ev, o);
+			o->quantity = rng_double(&m->rng) < 0.3;	/* manual capture */
+			emit_event(m, k, "payment_intent.created");
+			break;
+		case OT_INVOICE:
+			o->status = INV_DRAFT;
+			o->amount = 500 + (int64_t) rng_below(&m->rng, 99500);
+			emit_event(m, k, "invoice.created");
+			break;
+		case OT_CUSTOMER:
+			emit_event(m, k, "customer.created");
+			break;
+		case OT_CHECKOUT:
+			/* created by the merchant's API call: Stripe sends no event */
+			o->status = CS_OPEN;
+			o->amount = 500 + (int64_t) rng_below(&m->rng, 99500);
 			break;
 		default:
 			{
@@ -499,92 +799,377 @@ create_object(sim_model *m, sim_object *o, sim_event *ev)
 
 				o->status = r < 0.5 ? ORD_PENDING : r < 0.7 ? ORD_AUTHORIZED : ORD_PAID;
 				o->amount = 500 + (int64_t) rng_below(&m->rng, 99500);
-				o->currency = (int) rng_below(&m->rng, 3);
-				order_event(m, ev, o, "orders/create");
+				emit_event(m, k, "orders/create");
 				break;
 			}
 	}
 }
 
-/*
- * One subscription change: rarely a deletion (Stripe's
- * customer.subscription.deleted, status canceled, then 404), often a
- * quantity change without a status change, else a weighted status move;
- * canceled is final.
- */
 static void
-step_subscription(sim_model *m, sim_object *o, sim_event *ev)
+step_subscription(sim_model *m, long k)
 {
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng),
+				w = rng_double(&m->rng);
+	int			from = o->status;
+
+	o->updated_at = m->clock;
+	if (r < 0.35 && o->status != SUB_INCOMPLETE)
+	{
+		o->quantity = 1 + (o->quantity + (int) rng_below(&m->rng, 4)) % 5;
+		emit_event(m, k, "customer.subscription.updated");
+		return;
+	}
+	switch (o->status)
+	{
+		case SUB_INCOMPLETE:
+			o->status = w < 0.7 ? SUB_ACTIVE : SUB_INCOMPLETE_EXPIRED;
+			break;
+		case SUB_TRIALING:
+			o->status = w < 0.7 ? SUB_ACTIVE : w < 0.8 ? SUB_PAST_DUE : w < 0.9 ? SUB_PAUSED : SUB_CANCELED;
+			break;
+		case SUB_ACTIVE:
+			o->status = w < 0.6 ? SUB_PAST_DUE : w < 0.75 ? SUB_PAUSED : SUB_CANCELED;
+			break;
+		case SUB_PAST_DUE:
+			o->status = w < 0.5 ? SUB_ACTIVE : w < 0.8 ? SUB_UNPAID : SUB_CANCELED;
+			break;
+		case SUB_UNPAID:
+			o->status = w < 0.6 ? SUB_ACTIVE : SUB_CANCELED;
+			break;
+		default:				/* paused */
+			o->status = w < 0.7 ? SUB_ACTIVE : SUB_CANCELED;
+			break;
+	}
+	if (o->status == SUB_CANCELED)
+		emit_event(m, k, "customer.subscription.deleted");
+	else if (o->status == SUB_PAUSED)
+		emit_event(m, k, "customer.subscription.paused");
+	else if (from == SUB_PAUSED)
+		emit_event(m, k, "customer.subscription.resumed");
+	else
+		emit_event(m, k, "customer.subscription.updated");
+}
+
+/* The charge of a payment attempt, when charges are modelled. */
+static void
+attempt_charge(sim_model *m, long k, int status)
+{
+	long		c;
+
+	if (!enabled(m, OT_CHARGE))
+		return;
+	c = m->objs[k].charge;
+	if (c < 0 || m->objs[c].status != CH_PENDING)
+	{
+		c = new_child(m, &m->rng, OT_CHARGE, k);
+		m->objs[c].amount = m->objs[k].amount;
+		m->objs[k].charge = c;
+	}
+	m->objs[c].status = status;
+	m->objs[c].updated_at = m->clock;
+	m->objs[c].captured = status == CH_SUCCEEDED && m->objs[k].status == PI_SUCCEEDED;
+	emit_event(m, c, status == CH_PENDING ? "charge.pending" :
+			   status == CH_FAILED ? "charge.failed" : "charge.succeeded");
+}
+
+/* A failed attempt: back to requires_payment_method, or canceled after a few. */
+static void
+pi_fail(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+
+	o->attempts++;
+	o->status = PI_RPM;
+	emit_event(m, k, "payment_intent.payment_failed");
+	attempt_charge(m, k, CH_FAILED);
+}
+
+static void
+pi_to(sim_model *m, long k, int status)
+{
+	sim_object *o = &m->objs[k];
+
+	o->status = status;
+	switch (status)
+	{
+		case PI_ACTION:
+			emit_event(m, k, "payment_intent.requires_action");
+			break;
+		case PI_PROCESSING:
+			emit_event(m, k, "payment_intent.processing");
+			attempt_charge(m, k, CH_PENDING);
+			break;
+		case PI_CAPTURE:
+			emit_event(m, k, "payment_intent.amount_capturable_updated");
+			attempt_charge(m, k, CH_SUCCEEDED);
+			break;
+		case PI_SUCCEEDED:
+			emit_event(m, k, "payment_intent.succeeded");
+			if (enabled(m, OT_CHARGE) && o->charge >= 0 &&
+				m->objs[o->charge].status == CH_SUCCEEDED && !m->objs[o->charge].captured)
+			{
+				m->objs[o->charge].captured = 1;
+				emit_event(m, o->charge, "charge.captured");
+			}
+			else
+				attempt_charge(m, k, CH_SUCCEEDED);
+			break;
+		default:
+			emit_event(m, k, "payment_intent.canceled");
+			break;
+	}
+}
+
+/* Outcome of confirming a PaymentIntent with a payment method. */
+static void
+pi_attempt(sim_model *m, long k, double w)
+{
+	int			manual = m->objs[k].quantity;
+
+	if (w < 0.15)
+		pi_fail(m, k);
+	else if (w < 0.35)
+		pi_to(m, k, PI_ACTION);
+	else if (w < 0.55)
+		pi_to(m, k, PI_PROCESSING);
+	else
+		pi_to(m, k, manual ? PI_CAPTURE : PI_SUCCEEDED);
+}
+
+static void
+step_child_of_pi(sim_model *m, long k, double w)
+{
+	sim_object *o = &m->objs[k];
+	int			refund = enabled(m, OT_REFUND) &&
+		(!enabled(m, OT_DISPUTE) || w < 0.7 || o->amount_refunded > 0);
+	long		c;
+
+	if (refund)
+	{
+		int64_t		left = o->amount - o->amount_refunded;
+
+		c = new_child(m, &m->rng, OT_REFUND, k);
+		o = &m->objs[k];
+		m->objs[c].amount = 1 + (int64_t) rng_below(&m->rng, (uint64_t) left);
+		m->objs[c].status = rng_double(&m->rng) < 0.6 ? RE_PENDING : RE_SUCCEEDED;
+		m->objs[c].quantity = rng_double(&m->rng) < 0.5;	/* reason given */
+		m->objs[c].charge = o->charge;
+		o->amount_refunded += m->objs[c].amount;
+		o->n_child++;
+		emit_event(m, c, "refund.created");
+		if (o->charge >= 0)
+		{
+			m->objs[o->charge].amount_refunded += m->objs[c].amount;
+			emit_event(m, o->charge, "charge.refunded");
+		}
+	}
+	else
+	{
+		c = new_child(m, &m->rng, OT_DISPUTE, k);
+		o = &m->objs[k];
+		m->objs[c].amount = o->amount;
+		m->objs[c].status = rng_double(&m->rng) < 0.2 ? DP_WARN_NEEDS : DP_NEEDS;
+		m->objs[c].charge = o->charge;
+		/* one dispute per payment: no more children after it */
+		o->n_child = MAX_CHILD_PER_PI;
+		emit_event(m, c, "charge.dispute.created");
+	}
+}
+
+/* One PaymentIntent change; getting a payment method is silent. */
+static void
+step_pi(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
 	double		r = rng_double(&m->rng),
 				w = rng_double(&m->rng);
 
-	if (r < 0.03)
-	{
-		o->status = SUB_CANCELED;
-		o->deleted = 1;
-		subscription_event(m, ev, o, "deleted");
-		return;
-	}
-	if (r < 0.38)
-		o->quantity = 1 + (o->quantity + (int) rng_below(&m->rng, 4)) % 5;
-	else
-		switch (o->status)
-		{
-			case SUB_TRIALING:
-				o->status = w < 0.8 ? SUB_ACTIVE : w < 0.9 ? SUB_PAST_DUE : SUB_CANCELED;
-				break;
-			case SUB_ACTIVE:
-				o->status = w < 0.85 ? SUB_PAST_DUE : SUB_CANCELED;
-				break;
-			case SUB_PAST_DUE:
-				o->status = w < 0.6 ? SUB_ACTIVE : w < 0.9 ? SUB_UNPAID : SUB_CANCELED;
-				break;
-			default:
-				o->status = w < 0.6 ? SUB_ACTIVE : SUB_CANCELED;
-				break;
-		}
-	subscription_event(m, ev, o, "updated");
-}
-
-static void
-step_payment(sim_model *m, sim_object *o, sim_event *ev, int64_t now)
-{
-	double		r = rng_double(&m->rng);
-	int			occ_ok = o->n_occ < MAX_OCC_PER_PAYMENT;
-
+	o->updated_at = m->clock;
 	switch (o->status)
 	{
-		case PAY_PENDING:
-			o->status = r < 0.75 ? PAY_AUTHORISED : PAY_FAILED;
+		case PI_RPM:
+			if (o->attempts >= MAX_PI_ATTEMPTS || r < 0.08)
+				pi_to(m, k, PI_CANCELED);
+			else if (r < 0.55)
+				o->status = PI_RC;	/* payment method attached: no event */
+			else
+				pi_attempt(m, k, w);
 			break;
-		case PAY_AUTHORISED:
-			o->status = r < 0.85 ? PAY_CAPTURED : PAY_FAILED;
+		case PI_RC:
+			if (r < 0.05)
+				pi_to(m, k, PI_CANCELED);
+			else
+				pi_attempt(m, k, w);
 			break;
-		case PAY_CAPTURED:
-			if (occ_ok && r < 0.25)
-			{
-				occurrence_event(m, ev, o, r < 0.15 ? OC_REFUND : OC_DISPUTE, now);
-				return;
-			}
-			o->status = r < 0.8 ? PAY_SETTLED : PAY_REFUNDED;
+		case PI_ACTION:
+			if (r < 0.1)
+				pi_to(m, k, PI_CANCELED);
+			else if (r < 0.3)
+				pi_fail(m, k);
+			else if (r < 0.5)
+				pi_to(m, k, PI_PROCESSING);
+			else
+				pi_to(m, k, o->quantity ? PI_CAPTURE : PI_SUCCEEDED);
 			break;
-		case PAY_SETTLED:
-			if (occ_ok && r < 0.6)
-			{
-				occurrence_event(m, ev, o, r < 0.4 ? OC_REFUND : OC_DISPUTE, now);
-				return;
-			}
-			o->status = PAY_REFUNDED;
+		case PI_PROCESSING:
+			if (r < 0.2)
+				pi_fail(m, k);
+			else
+				pi_to(m, k, o->quantity ? PI_CAPTURE : PI_SUCCEEDED);
 			break;
-		default:				/* refunded, with occurrences still allowed */
-			occurrence_event(m, ev, o, OC_DISPUTE, now);
-			return;
+		case PI_CAPTURE:
+			pi_to(m, k, r < 0.8 ? PI_SUCCEEDED : PI_CANCELED);
+			break;
+		default:				/* succeeded: a refund or a dispute */
+			step_child_of_pi(m, k, w);
+			break;
 	}
-	payment_event(m, ev, o);
 }
 
 static void
-step_order(sim_model *m, sim_object *o, sim_event *ev)
+step_refund(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng);
+
+	o->updated_at = m->clock;
+	o->status = r < 0.75 ? RE_SUCCEEDED : r < 0.9 ? RE_FAILED : RE_CANCELED;
+	if (o->status != RE_SUCCEEDED)
+	{
+		/* the money is back on the payment */
+		sim_object *pi = &m->objs[o->parent];
+
+		pi->amount_refunded -= o->amount;
+		if (o->charge >= 0)
+			m->objs[o->charge].amount_refunded -= o->amount;
+	}
+	emit_event(m, k, o->status == RE_FAILED ? "refund.failed" : "refund.updated");
+	if (o->charge >= 0)
+		emit_event(m, k, "charge.refund.updated");
+}
+
+static void
+step_dispute(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng);
+
+	o->updated_at = m->clock;
+	switch (o->status)
+	{
+		case DP_WARN_NEEDS:
+			o->status = DP_WARN_REVIEW;
+			break;
+		case DP_WARN_REVIEW:
+			o->status = DP_WARN_CLOSED;
+			break;
+		case DP_NEEDS:
+			o->status = DP_REVIEW;
+			break;
+		default:
+			o->status = r < 0.5 ? DP_WON : DP_LOST;
+			break;
+	}
+	emit_event(m, k, o->status == DP_WARN_CLOSED || o->status == DP_WON || o->status == DP_LOST ?
+			   "charge.dispute.closed" : "charge.dispute.updated");
+}
+
+static void
+step_charge(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+
+	/* charges move with their PaymentIntent; on their own, only metadata */
+	o->updated_at = m->clock;
+	snprintf(o->metadata, sizeof(o->metadata), "\"note\":\"%lld\"", (long long) m->clock);
+	emit_event(m, k, "charge.updated");
+}
+
+static void
+step_invoice(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng);
+
+	o->updated_at = m->clock;
+	switch (o->status)
+	{
+		case INV_DRAFT:
+			if (r < 0.3)
+			{
+				o->amount = 500 + (int64_t) rng_below(&m->rng, 99500);
+				emit_event(m, k, "invoice.updated");
+			}
+			else
+			{
+				o->status = INV_OPEN;
+				emit_event(m, k, "invoice.finalized");
+			}
+			break;
+		case INV_OPEN:
+			if (r < 0.5)
+			{
+				o->status = INV_PAID;
+				emit_event(m, k, "invoice.paid");
+			}
+			else if (r < 0.7 && o->attempts < 3)
+			{
+				o->attempts++;
+				emit_event(m, k, "invoice.payment_failed");
+			}
+			else if (r < 0.85)
+			{
+				o->status = INV_UNCOLLECTIBLE;
+				emit_event(m, k, "invoice.marked_uncollectible");
+			}
+			else
+			{
+				o->status = INV_VOID;
+				emit_event(m, k, "invoice.voided");
+			}
+			break;
+		default:				/* uncollectible */
+			o->status = r < 0.5 ? INV_PAID : INV_VOID;
+			emit_event(m, k, o->status == INV_PAID ? "invoice.paid" : "invoice.voided");
+			break;
+	}
+}
+
+static void
+step_customer(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng);
+
+	o->updated_at = m->clock;
+	if (r < 0.15)
+	{
+		o->deleted = 1;
+		/* the event carries the last snapshot; the API then answers deleted */
+		o->deleted = 0;
+		emit_event(m, k, "customer.deleted");
+		o->deleted = 1;
+		return;
+	}
+	o->amount = (int64_t) rng_below(&m->rng, 10000);
+	emit_event(m, k, "customer.updated");
+}
+
+static void
+step_checkout(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng);
+
+	o->updated_at = m->clock;
+	o->status = r < 0.7 ? CS_COMPLETE : CS_EXPIRED;
+	emit_event(m, k, o->status == CS_COMPLETE ? "checkout.session.completed" :
+			   "checkout.session.expired");
+}
+
+static void
+step_order(sim_model *m, long k)
 {
 	static const int next[][2] = {
 		[ORD_PENDING] = {ORD_AUTHORIZED, ORD_PAID},
@@ -592,13 +1177,14 @@ step_order(sim_model *m, sim_object *o, sim_event *ev)
 		[ORD_PAID] = {ORD_PARTIAL, ORD_REFUNDED},
 		[ORD_PARTIAL] = {ORD_REFUNDED, ORD_REFUNDED},
 	};
+	sim_object *o = &m->objs[k];
 	double		r = rng_double(&m->rng);
 
 	o->updated_at = m->clock > o->updated_at ? m->clock : o->updated_at + 1;
 	if (r < 0.015)
 	{
 		o->deleted = 1;
-		order_event(m, ev, o, "orders/delete");
+		emit_event(m, k, "orders/delete");
 		return;
 	}
 	if (r < 0.30 || o->status == ORD_REFUNDED || o->status == ORD_VOIDED)
@@ -607,85 +1193,112 @@ step_order(sim_model *m, sim_object *o, sim_event *ev)
 		o->status = ORD_VOIDED;
 	else
 		o->status = next[o->status][rng_below(&m->rng, 2)];
-	order_event(m, ev, o, "orders/updated");
+	emit_event(m, k, "orders/updated");
+}
+
+/* Candidate k of [0, ncreated + children) as an object index. */
+static long
+candidate(const sim_model *m, long i)
+{
+	return i < m->ncreated ? i : m->nroots + (i - m->ncreated);
 }
 
 /*
- * Choose what changes next: create the next object with the probability that
- * spreads creations evenly over the remaining events, else change a random
- * existing object that still can change.
+ * Apply one change: create the next root with the probability that spreads
+ * creations evenly over the remaining events, else change a random existing
+ * object that still can change.  Returns 0 when nothing can change.
  */
-int
-model_next_event(sim_model *m, int64_t now, sim_event *ev)
+static int
+apply_change(sim_model *m)
 {
-	long		remaining,
-				uncreated,
+	long		remaining = m->target_events - m->seq,
+				uncreated = m->nroots - m->ncreated,
+				ncand = m->ncreated + (m->nobjs - m->nroots),
 				pick = -1;
 	int			tries;
 
-	memset(ev, 0, sizeof(*ev));
-	if (m->seq >= m->target_events || m->nobjs == 0)
-		return 0;
-	remaining = m->target_events - m->seq;
-	uncreated = m->nobjs - m->ncreated;
 	m->clock += (int64_t) rng_below(&m->rng, 3);
-
+	if (m->follow_wall && m->clock < now_epoch())
+		m->clock = now_epoch();
 	if (uncreated > 0 && (long) rng_below(&m->rng, (uint64_t) remaining) < uncreated)
 		pick = -1;
-	else if (m->ncreated > 0)
+	else if (ncand > 0)
 	{
 		for (tries = 0; tries < 8 && pick < 0; tries++)
 		{
-			long		k = (long) rng_below(&m->rng, (uint64_t) m->ncreated);
+			long		k = candidate(m, (long) rng_below(&m->rng, (uint64_t) ncand));
 
-			if (changeable(&m->objs[k]))
+			if (changeable(m, &m->objs[k]))
 				pick = k;
 		}
 		if (pick < 0)
 		{
-			long		start = (long) rng_below(&m->rng, (uint64_t) m->ncreated),
+			long		start = (long) rng_below(&m->rng, (uint64_t) ncand),
 						i;
 
-			for (i = 0; i < m->ncreated && pick < 0; i++)
-				if (changeable(&m->objs[(start + i) % m->ncreated]))
-					pick = (start + i) % m->ncreated;
+			for (i = 0; i < ncand && pick < 0; i++)
+			{
+				long		k = candidate(m, (start + i) % ncand);
+
+				if (changeable(m, &m->objs[k]))
+					pick = k;
+			}
 		}
 		if (pick < 0 && uncreated == 0)
 			return 0;
 	}
-
-	ev->seq = ++m->seq;
+	m->changes++;
 	if (pick < 0)
 	{
-		sim_object *o = &m->objs[m->ncreated++];
-
-		create_object(m, o, ev);
-		pick = o - m->objs;
+		create_root(m, m->ncreated++);
+		return 1;
 	}
-	else
+	switch (m->objs[pick].type)
 	{
-		sim_object *o = &m->objs[pick];
+		case OT_SUB:
+			step_subscription(m, pick);
+			break;
+		case OT_PI:
+			step_pi(m, pick);
+			break;
+		case OT_INVOICE:
+			step_invoice(m, pick);
+			break;
+		case OT_CUSTOMER:
+			step_customer(m, pick);
+			break;
+		case OT_CHECKOUT:
+			step_checkout(m, pick);
+			break;
+		case OT_REFUND:
+			step_refund(m, pick);
+			break;
+		case OT_DISPUTE:
+			step_dispute(m, pick);
+			break;
+		case OT_CHARGE:
+			step_charge(m, pick);
+			break;
+		default:
+			step_order(m, pick);
+			break;
+	}
+	return 1;
+}
 
-		switch (o->type)
-		{
-			case OT_SUB:
-				step_subscription(m, o, ev);
-				break;
-			case OT_PAY:
-				step_payment(m, o, ev, now);
-				break;
-			default:
-				step_order(m, o, ev);
-				break;
-		}
-	}
-	m->objs[pick].updated = now;
-	ev->source = m->objs[pick].source;
-	if (ev->object_type == NULL)
+int
+model_next_event(sim_model *m, sim_event *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	while (m->nqueue == 0)
 	{
-		ev->object_type = obj_type_name(m->objs[pick].type);
-		snprintf(ev->object_id, sizeof(ev->object_id), "%s", m->objs[pick].id);
+		if (m->seq >= m->target_events || m->nobjs == 0 || !apply_change(m))
+			return 0;
 	}
+	*ev = m->queue[0];
+	m->nqueue--;
+	memmove(&m->queue[0], &m->queue[1], sizeof(sim_event) * (size_t) m->nqueue);
+	ev->seq = ++m->seq;
 	return 1;
 }
 
@@ -724,104 +1337,38 @@ event_record_line(const sim_model *m, const sim_event *ev, sbuf *out)
 	sb_puts(out, "}\n");
 }
 
-/* ---------- listing ---------- */
-
-static void
-ensure_sorted(sim_model *m, coll_id c)
-{
-	occ_kind	kind = c == COLL_REFUND ? OC_REFUND : OC_DISPUTE;
-	long		k;
-
-	if (c < COLL_REFUND || !m->dirty[c])
-		return;
-	m->sorted[c] = xrealloc(m->sorted[c], (size_t) (m->nocc + 1) * sizeof(long));
-	m->nsorted[c] = 0;
-	for (k = 0; k < m->nocc; k++)
-		if (m->occs[k].kind == kind)
-			m->sorted[c][m->nsorted[c]++] = k;
-	sort_model = m;
-	qsort(m->sorted[c], (size_t) m->nsorted[c], sizeof(long), cmp_occ_idx);
-	m->dirty[c] = 0;
-}
-
-static const char *
-entry_id(const sim_model *m, coll_id c, long idx)
-{
-	return c >= COLL_REFUND ? m->occs[idx].id : m->objs[idx].id;
-}
-
-static int
-entry_visible(const sim_model *m, coll_id c, long idx, int64_t since)
-{
-	if (c >= COLL_REFUND)
-		return m->occs[idx].updated >= since;
-	return m->objs[idx].exists && m->objs[idx].updated >= since;
-}
-
 long
-model_list(sim_model *m, coll_id c, int64_t since, const char *after,
-		   long limit, long *out, int *has_more)
+model_effect_refund(sim_model *m, long pi, int64_t amount, const char *metadata,
+					const char *reason)
 {
-	long		lo = 0,
-				hi,
-				i,
-				n = 0;
+	long		c;
+	sim_object *o;
+	char		tok[32],
+				id[40];
+	sbuf		obj,
+				b;
 
-	ensure_sorted(m, c);
-	hi = m->nsorted[c];
-	/* first position whose id sorts after the cursor */
-	if (after != NULL)
-		while (lo < hi)
-		{
-			long		mid = lo + (hi - lo) / 2;
-
-			if (id_cmp(entry_id(m, c, m->sorted[c][mid]), after) <= 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-	*has_more = 0;
-	for (i = lo; i < m->nsorted[c]; i++)
-	{
-		long		idx = m->sorted[c][i];
-
-		if (!entry_visible(m, c, idx, since))
-			continue;
-		if (n == limit)
-		{
-			*has_more = 1;
-			break;
-		}
-		out[n++] = idx;
-	}
-	return n;
-}
-
-long
-model_effect_refund(sim_model *m, long pi, int64_t amount, int64_t now)
-{
-	sim_occurrence *c;
-	char		tok[32];
-	long		idx;
-
-	if (m->nocc == m->occ_cap)
-	{
-		m->occ_cap = m->occ_cap ? m->occ_cap * 2 : 64;
-		m->occs = xrealloc(m->occs, (size_t) m->occ_cap * sizeof(sim_occurrence));
-	}
-	idx = m->nocc++;
-	c = &m->occs[idx];
-	memset(c, 0, sizeof(*c));
-	c->kind = OC_REFUND;
-	c->source = m->objs[pi].source;
+	/* an API call happens now, never before the scenario's last change */
+	if (m->clock < now_epoch())
+		m->clock = now_epoch();
+	c = new_child(m, &m->effect_rng, OT_REFUND, pi);
+	o = &m->objs[c];
+	o->amount = amount;
+	o->status = RE_SUCCEEDED;
+	o->quantity = reason != NULL;
+	o->charge = m->objs[pi].charge;
+	snprintf(o->metadata, sizeof(o->metadata), "%s", metadata ? metadata : "");
+	m->objs[pi].amount_refunded += amount;
+	m->objs[pi].n_child++;
+	/* Stripe records the event of an API-made refund too */
+	sb_init(&obj);
+	sb_init(&b);
+	render_object(m, &obj, o);
 	rng_token(&m->effect_rng, tok, 24);
-	snprintf(c->id, sizeof(c->id), "re_%s", tok);
-	c->payment = pi;
-	c->amount = amount;
-	c->currency = m->objs[pi].currency;
-	c->created = now;
-	c->updated = now;
-	idmap_put(&m->occ_ids, c->id, idx);
-	m->dirty[COLL_REFUND] = 1;
-	return idx;
+	snprintf(id, sizeof(id), "evt_%s", tok);
+	stripe_event_json(&b, id, "refund.created", m->clock, obj.data, NULL);
+	store_event(m, id, "refund.created", o->source, m->clock, b.data);
+	sb_free(&obj);
+	sb_free(&b);
+	return c;
 }

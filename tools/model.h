@@ -1,14 +1,17 @@
 /*
  * model.h
- *		The simulated provider's state: objects with lifecycles, occurrences,
- *		and the deterministic scenario generator that changes them and emits
- *		one webhook event per change.
+ *		The simulated provider's state: objects with their providers' real
+ *		lifecycles, the Stripe events store, and the deterministic scenario
+ *		generator that changes objects and emits the webhook events of each
+ *		change.
  *
- * Everything that reaches an event body derives from the seed and a
- * synthetic clock starting at SIM_EPOCH, so one seed gives one byte-exact
- * stream.  Only the `updated` field (real wall-clock time of the last change,
- * used by the changed-since list APIs) depends on when the process ran, and it
- * never appears in an event.
+ * Object shapes, statuses and event type names follow the providers'
+ * official SDKs (stripe-node's resource types such as Subscription.Status,
+ * PaymentIntent.Status and Event.Type; Shopify's Admin REST Order).
+ *
+ * Everything that reaches an event body derives from the seed, the flags and
+ * a synthetic clock starting at the scenario epoch (--epoch), so one seed and
+ * one epoch give one byte-exact stream.
  */
 #ifndef SIM_MODEL_H
 #define SIM_MODEL_H
@@ -18,33 +21,31 @@
 #include "sign.h"
 #include "util.h"
 
+/*
+ * Object types.  The first OT_ROOT_COUNT are created from the initial
+ * population (--objects); refunds, disputes and charges are children of a
+ * PaymentIntent, created as its lifecycle goes.
+ */
 typedef enum obj_type
 {
 	OT_SUB,
-	OT_PAY,
+	OT_PI,
+	OT_INVOICE,
+	OT_CUSTOMER,
+	OT_CHECKOUT,
 	OT_ORDER,
+	OT_REFUND,
+	OT_DISPUTE,
+	OT_CHARGE,
 	OT__COUNT
 } obj_type;
 
-typedef enum occ_kind
-{
-	OC_REFUND,
-	OC_DISPUTE,
-	OC__COUNT
-} occ_kind;
+#define OT_ROOT_COUNT (OT_ORDER + 1)
 
-/* Collections of the list APIs. */
-typedef enum coll_id
-{
-	COLL_SUB,
-	COLL_PAY,
-	COLL_ORDER,
-	COLL_REFUND,
-	COLL_DISPUTE,
-	COLL__COUNT
-} coll_id;
-
-#define SIM_ID_LEN 40
+#define SIM_ID_LEN 56
+#define SIM_META_LEN 512
+#define MAX_CHILD_PER_PI 3
+#define STRIPE_EVENT_RETENTION (30 * 86400)
 
 typedef struct sim_object
 {
@@ -52,30 +53,34 @@ typedef struct sim_object
 	int			source;			/* index into model sources */
 	char		id[SIM_ID_LEN];
 	int			exists;			/* created (visible) yet */
-	int			deleted;
+	int			deleted;		/* customers and orders only */
 	int			status;			/* index into the type's status names */
 	int64_t		created;		/* synthetic seconds */
 	int64_t		updated_at;		/* synthetic seconds; the order version */
-	int64_t		updated;		/* wall clock of the last change */
 	int64_t		amount;			/* minor units */
+	int64_t		amount_refunded;	/* PaymentIntents: sum of their refunds */
 	int			quantity;
 	int			currency;
-	int			n_occ;			/* occurrences generated on a payment */
+	int			attempts;		/* PaymentIntents: failed payment attempts */
+	int			n_child;		/* PaymentIntents: refunds and disputes */
+	int			captured;		/* charges */
+	long		parent;			/* child types: index of the PaymentIntent */
+	long		charge;			/* PaymentIntents: latest charge, or -1 */
+	long		pos;			/* position in the type's creation order */
 	long		number;			/* order number (#1001 …) */
 	char		customer[40];
+	char		metadata[SIM_META_LEN];	/* rendered JSON object members, or "" */
 } sim_object;
 
-typedef struct sim_occurrence
+/* One Stripe event as /v1/events lists it. */
+typedef struct sim_stored_event
 {
-	occ_kind	kind;
+	char		id[40];
+	char		type[64];
 	int			source;
-	char		id[SIM_ID_LEN];
-	long		payment;		/* object index of the payment_intent */
-	int64_t		amount;
-	int			currency;
-	int64_t		created;		/* synthetic, or wall clock for effects */
-	int64_t		updated;		/* wall clock */
-} sim_occurrence;
+	int64_t		created;		/* synthetic seconds, as in the body */
+	char	   *body;			/* the exact event JSON */
+} sim_stored_event;
 
 /* One generated webhook event (the caller frees with sim_event_free). */
 typedef struct sim_event
@@ -84,18 +89,22 @@ typedef struct sim_event
 	int			source;
 	char		event_id[64];
 	char		type[64];		/* Stripe type, Shopify topic, … */
-	const char *object_type;	/* subscription, payment, order, refund, … */
+	const char *object_type;	/* subscription, payment_intent, order, … */
 	char		object_id[SIM_ID_LEN];
 	hdr_list	headers;		/* provider headers, signatures excluded */
 	char	   *body;
 	size_t		body_len;
 } sim_event;
 
+#define SIM_MAX_QUEUE 8
+
 typedef struct sim_model
 {
 	uint64_t	seed;
 	long		target_events;
 	double		thin_share;
+	int64_t		epoch;
+	int			follow_wall;	/* live mode: the clock never lags real time */
 	sim_source *sources;
 	int			nsources;
 	int			src_for[OT__COUNT];	/* source index per type, -1 if none */
@@ -104,77 +113,86 @@ typedef struct sim_model
 	sim_rng		effect_rng;		/* ids of effect-created refunds */
 	int64_t		clock;			/* synthetic seconds */
 	long		seq;
+	long		changes;		/* changes applied, silent ones included */
 
 	sim_object *objs;
-	long		nobjs;
-	long		ncreated;		/* objects [0, ncreated) exist or existed */
+	long		nobjs;			/* root population, then children */
+	long		nroots;
+	long		cap;
+	long		ncreated;		/* roots [0, ncreated) exist or existed */
 	id_map		obj_ids;
 
-	sim_occurrence *occs;
-	long		nocc;
-	long		occ_cap;
-	id_map		occ_ids;
+	/* per type: indices in creation order (Stripe lists newest first) */
+	long	   *order[OT__COUNT];
+	long		norder[OT__COUNT];
+	long		order_cap[OT__COUNT];
+	/* orders: indices by id ascending (Shopify lists by id) */
+	long	   *by_id;
+	long		nby_id;
 
-	long	   *sorted[COLL__COUNT];	/* ids ascending */
-	long		nsorted[COLL__COUNT];
-	int			dirty[COLL__COUNT];
+	sim_stored_event *events;
+	long		nevents;
+	long		events_cap;
+	id_map		event_ids;
+
+	/* events of one change beyond the first, delivered next */
+	sim_event	queue[SIM_MAX_QUEUE];
+	int			nqueue;
 } sim_model;
 
 /*
- * Build the object population for nobjects objects.  Types are drawn among
- * those that have a source (subscriptions need --stripe or --standard,
- * payments --stripe, orders --shopify).  Nothing exists until the generator
- * creates it.
+ * Build the object population for nobjects root objects.  Types are drawn
+ * among the enabled ones (types_mask, a bit per obj_type) that have a source:
+ * Stripe types need --stripe (subscriptions also --standard), orders
+ * --shopify.  Child types (refund, dispute, charge) are created only when
+ * enabled.  Nothing exists until the generator creates it.
  */
 extern void model_init(sim_model *m, uint64_t seed, long nobjects,
-					   long nevents, double thin_share,
-					   sim_source *sources, int nsources);
+					   long nevents, double thin_share, int64_t epoch,
+					   unsigned types_mask, sim_source *sources, int nsources);
 extern void model_free(sim_model *m);
 
+/* Bit mask of the types named in a comma-separated list; 0 on a bad name. */
+extern unsigned model_parse_types(const char *list);
+extern unsigned model_default_types(void);
+
 /*
- * Apply the next scenario change (stamping `updated` with now) and describe
- * its event in ev.  Returns 1, or 0 once target_events are generated or no
- * object can change any more.
+ * Apply the next scenario change and describe its event in ev.  Returns 1,
+ * or 0 once target_events are generated or no object can change any more.
+ * A change may also be silent (Stripe sends no event for it: a
+ * PaymentIntent getting a payment method, a Checkout Session being created);
+ * it is applied without returning.
  */
-extern int	model_next_event(sim_model *m, int64_t now, sim_event *ev);
+extern int	model_next_event(sim_model *m, sim_event *ev);
 extern void sim_event_free(sim_event *ev);
 
 /* Record line (JSONL, with the newline) of an event. */
 extern void event_record_line(const sim_model *m, const sim_event *ev, sbuf *out);
 
+/* Stripe object name ("subscription", "checkout.session", "order" …). */
 extern const char *obj_type_name(obj_type t);
-extern const char *occ_kind_name(occ_kind k);
+/* API path of the type's collection ("subscriptions", "checkout/sessions"). */
+extern const char *obj_type_path(obj_type t);
+extern int	obj_type_is_occurrence(obj_type t);
+/* Status name, or NULL for types without one (customers). */
 extern const char *obj_status_name(const sim_object *o);
 extern const char *currency_name(const sim_object *o);
-extern const char *occ_currency_name(const sim_occurrence *c);
 
-/* Lookups among existing things; -1 when unknown or not created yet. */
+/* Lookup among existing objects; -1 when unknown or not created yet. */
 extern long model_find_object(const sim_model *m, obj_type t, const char *id);
-extern long model_find_occ(const sim_model *m, occ_kind k, const char *id);
 
-/* API JSON of an object or occurrence, `updated` included. */
-extern void render_object(sbuf *out, const sim_object *o, int with_updated);
-extern void render_occurrence(const sim_model *m, sbuf *out,
-							  const sim_occurrence *c, int with_updated);
-/* List-API tombstone of a deleted object. */
-extern void render_tombstone(sbuf *out, const sim_object *o);
+/* API JSON of an object (a deleted customer as Stripe shows it). */
+extern void render_object(const sim_model *m, sbuf *out, const sim_object *o);
 
 /*
- * Page through a collection in id order: entries with updated >= since and
- * id greater than after (NULL: from the start), at most limit of them into
- * out (indices into objs or occs).  *has_more tells whether another entry
- * would follow.  Returns the number written.
+ * Create a refund (an API effect) of amount on PaymentIntent pi, with the
+ * rendered metadata members; stores its refund.created event in the events
+ * store (it is not delivered).  Returns the object index.
  */
-extern long model_list(sim_model *m, coll_id c, int64_t since,
-					   const char *after, long limit, long *out, int *has_more);
+extern long model_effect_refund(sim_model *m, long pi, int64_t amount,
+								const char *metadata, const char *reason);
 
-/*
- * Create a refund of amount on payment index pi (an API effect); returns the
- * occurrence index.  The payment's status is not changed.
- */
-extern long model_effect_refund(sim_model *m, long pi, int64_t amount, int64_t now);
-
-/* Id ordering of the list APIs: shorter first, then bytewise. */
+/* Id ordering of Shopify lists: shorter first, then bytewise. */
 extern int	id_cmp(const char *a, const char *b);
 
 #endif							/* SIM_MODEL_H */

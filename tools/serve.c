@@ -42,6 +42,8 @@ typedef struct serve_opts
 	int			concurrency;
 	double		rate;
 	double		thin_share;
+	unsigned	types;
+	int64_t		epoch;			/* INT64_MIN: now */
 	dlv_policy	policy;
 	api_options api;
 	fault_rule	faults[8];
@@ -82,8 +84,12 @@ serve_help(void)
 		 "  --seed N                 scenario seed (default 1)\n"
 		 "  --objects N              objects to create (default 100)\n"
 		 "  --events N               events to generate (default 1000)\n"
-		 "  --stripe NAME:SECRET     Stripe-kind source: subscriptions, payments, refunds, disputes\n"
+		 "  --stripe NAME:SECRET     Stripe-kind source: the Stripe types of --types\n"
 		 "  --shopify NAME:SECRET    Shopify-kind source: orders\n"
+		 "  --types LIST             object types to generate (default\n"
+		 "                           subscription,payment_intent,refund,dispute,order); also\n"
+		 "                           invoice, customer, checkout.session, charge\n"
+		 "  --epoch now|SECONDS      start of the scenario's clock (default now)\n"
 		 "  --standard NAME:SECRET   Standard Webhooks source: takes the subscription events\n"
 		 "  --thin-share P           share of Stripe subscription events sent as thin events (default 0)\n"
 		 "  --record FILE            write the event stream as JSONL (same seed => same bytes)\n"
@@ -103,8 +109,8 @@ serve_help(void)
 		 "API:\n"
 		 "  --listen HOST:PORT       address of the read API (port 0 picks a free one)\n"
 		 "  --api-token T            require Authorization: Bearer T / X-Shopify-Access-Token: T\n"
-		 "  --no-effect-lookup       GET /v1/idempotency/{key} always answers 404\n"
-		 "  --request-log FILE       one line per API request: METHOD path?query [form body]\n"
+		 "  --request-log FILE       write one line per API request: METHOD path?query\n"
+		 "  --idempotency-ttl SECS   how long an Idempotency-Key is kept (default 86400)\n"
 		 "  --fault-429 SHARE        answer 429 to SHARE of API calls\n"
 		 "  --retry-after SECS       Retry-After of injected 429s (default 1)\n"
 		 "  --fault-5xx SHARE        answer 500 or 503 to SHARE of API calls\n"
@@ -236,7 +242,7 @@ gen_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	while (budget-- > 0)
 	{
-		if (!model_next_event(&c->model, now_epoch(), &ev))
+		if (!model_next_event(&c->model, &ev))
 		{
 			finish_generation(c);
 			break;
@@ -294,13 +300,15 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"max-attempts", required_argument, NULL, 14},
 		{"timeout", required_argument, NULL, 15},
 		{"api-token", required_argument, NULL, 16},
-		{"no-effect-lookup", no_argument, NULL, 17},
+		{"request-log", required_argument, NULL, 17},
+		{"types", required_argument, NULL, 23},
+		{"epoch", required_argument, NULL, 24},
+		{"idempotency-ttl", required_argument, NULL, 25},
 		{"fault-429", required_argument, NULL, 18},
 		{"retry-after", required_argument, NULL, 19},
 		{"fault-5xx", required_argument, NULL, 20},
 		{"slow", required_argument, NULL, 21},
 		{"fault-drop-after-accept", required_argument, NULL, 22},
-		{"request-log", required_argument, NULL, 23},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -316,6 +324,9 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 	o->events = 1000;
 	o->concurrency = 4;
 	o->retry_after = 1;
+	o->types = model_default_types();
+	o->epoch = INT64_MIN;
+	o->api.idempotency_ttl = 86400;
 	o->policy.max_attempts = 8;
 	o->policy.retry_base_ms = 1000;
 	o->policy.retry_max_ms = 60000;
@@ -419,7 +430,24 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				o->api.api_token = optarg;
 				break;
 			case 17:
-				o->api.no_effect_lookup = 1;
+				o->api.request_log = optarg;
+				break;
+			case 23:
+				o->types = model_parse_types(optarg);
+				bad = o->types == 0;
+				break;
+			case 24:
+				if (strcmp(optarg, "now") == 0)
+					o->epoch = INT64_MIN;
+				else
+				{
+					bad = parse_int64(optarg, 0, INT64_MAX / 4, &v) != 0;
+					o->epoch = v;
+				}
+				break;
+			case 25:
+				bad = parse_int64(optarg, 1, 86400 * 30, &v) != 0;
+				o->api.idempotency_ttl = (int) v;
 				break;
 			case 18:
 				bad = parse_share(optarg, &o->fault_429) != 0;
@@ -468,9 +496,6 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 					o->nfaults++;
 					break;
 				}
-			case 23:
-				o->api.request_log = optarg;
-				break;
 			default:
 				return option_error(CMD, argc, argv, ch);
 		}
@@ -534,7 +559,10 @@ cmd_serve(int argc, char **argv)
 	}
 	rc = 1;
 	model_init(&c.model, opt.seed, opt.objects, opt.events, opt.thin_share,
+			   opt.epoch == INT64_MIN ? now_epoch() : opt.epoch, opt.types,
 			   c.sources, c.nsources);
+	/* live: the clock follows real time, so Stripe's created filters work */
+	c.model.follow_wall = opt.deliver_to != NULL && opt.epoch == INT64_MIN;
 	rng_seed(&c.chaos, opt.seed ^ 0xc4a05c4a05ULL);
 	if (opt.record)
 	{
@@ -566,7 +594,7 @@ cmd_serve(int argc, char **argv)
 		/* no receiver: the truth is the final state of the whole scenario */
 		sim_event	ev;
 
-		while (model_next_event(&c.model, now_epoch(), &ev))
+		while (model_next_event(&c.model, &ev))
 		{
 			emit(&c, &ev);
 			sim_event_free(&ev);

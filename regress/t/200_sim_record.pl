@@ -15,7 +15,8 @@ my $json = JSON::PP->new;
 sub record
 {
 	my ($file, @args) = @_;
-	my $sim = start_sim('--record', $file, @args);
+	# a fixed scenario clock: the same seed gives the same bytes
+	my $sim = start_sim('--record', $file, '--epoch', 1767225600, @args);
 	my ($code, $truth) = http_json('GET', "$sim->{url}/_sim/truth");
 	is($code, 200, "truth served ($file)");
 	is(stop_proc($sim), 0, 'SIGTERM exits 0');
@@ -43,7 +44,7 @@ ok(!(grep { exists $_->{headers}{'Stripe-Signature'} || exists $_->{headers}{'X-
 my %kinds;
 $kinds{"$_->{source}/$_->{kind}/$_->{object_type}"}++ for @ev;
 ok($kinds{'std/standard/subscription'}, 'subscriptions go to the standard source when given');
-ok($kinds{'st/stripe/payment'}, 'payments go to the stripe source');
+ok($kinds{'st/stripe/payment_intent'}, 'payment intents go to the stripe source');
 ok($kinds{'shop/shopify/order'}, 'orders go to the shopify source');
 ok(!$kinds{'st/stripe/subscription'}, 'no stripe subscription events with --standard');
 
@@ -61,7 +62,7 @@ for my $e (@ev)
 	elsif ($e->{kind} eq 'standard')
 	{
 		$bad++ unless $e->{headers}{'webhook-id'} eq $e->{event_id}
-		  && $body->{type} =~ /^subscription\.(created|updated|deleted)$/ && $body->{data}{id};
+		  && $body->{type} =~ /^subscription\.(created|updated|deleted|paused|resumed)$/ && $body->{data}{id};
 	}
 	else
 	{
@@ -92,24 +93,39 @@ ok(@orders > 3, 'live orders in the truth');
 is(scalar(grep { $_->{version} != $last{ $_->{id} } } @orders), 0,
 	'truth version of each live order equals its last recorded updated_at');
 
-# Payment statuses only move forward along the DAG.
-my %rank = (pending => 0, authorised => 1, captured => 2, settled => 3, failed => 9, refunded => 9);
-my (%pst, $backward);
-$backward = 0;
+# PaymentIntents: statuses of PaymentIntent.Status (stripe-node), each event
+# type with the status it reports, and cycles: a failed attempt goes back to
+# requires_payment_method and the intent goes on.
+my %pi_type = (
+	'payment_intent.created' => 'requires_payment_method',
+	'payment_intent.payment_failed' => 'requires_payment_method',
+	'payment_intent.requires_action' => 'requires_action',
+	'payment_intent.processing' => 'processing',
+	'payment_intent.amount_capturable_updated' => 'requires_capture',
+	'payment_intent.succeeded' => 'succeeded',
+	'payment_intent.canceled' => 'canceled');
+my ($mismatch, $cycles, %failed) = (0, 0);
 for my $e (grep { $_->{type} =~ /^payment_intent\./ } @ev)
 {
 	my $o = $json->decode($e->{body})->{data}{object};
-	$backward++ if defined $pst{ $o->{id} } && $rank{ $o->{status} } <= $rank{ $pst{ $o->{id} } };
-	$pst{ $o->{id} } = $o->{status};
+	$mismatch++ unless ($pi_type{ $e->{type} } // '') eq $o->{status} && $o->{object} eq 'payment_intent';
+	$cycles++ if $failed{ $o->{id} } && $e->{type} ne 'payment_intent.payment_failed';
+	$failed{ $o->{id} } = 1 if $e->{type} eq 'payment_intent.payment_failed';
 }
-is($backward, 0, 'payment events walk the DAG forward');
-ok(scalar(grep { $_->{type} eq 'refund.created' } @ev), 'refund occurrences emitted');
-ok(scalar(grep { $_->{type} eq 'charge.dispute.created' } @ev), 'dispute occurrences emitted');
+is($mismatch, 0, 'each payment_intent event carries the status its type names');
+ok($cycles > 0, "PaymentIntents go on after a failed attempt ($cycles events after a failure)");
+my @rs = map { $json->decode($_->{body})->{data}{object} } grep { $_->{type} =~ /^refund\./ } @ev;
+ok(scalar(grep { $_->{status} eq 'pending' } @rs) && scalar(grep { $_->{status} eq 'succeeded' } @rs),
+	'refunds are created pending or succeeded');
+ok(scalar(grep { $_->{type} eq 'refund.updated' || $_->{type} eq 'refund.failed' } @ev),
+	'refund status changes are events of their own');
+ok(scalar(grep { $_->{type} eq 'charge.dispute.created' } @ev), 'dispute events emitted');
 is(scalar(@{ $t1->{occurrences} }),
 	scalar(grep { $_->{type} =~ /^(refund\.created|charge\.dispute\.created)$/ } @ev),
-	'one truth occurrence per occurrence event');
-ok(scalar(grep { $_->{type} eq 'subscription' && $_->{deleted} } @{ $t1->{objects} }),
-	'some subscriptions are deleted');
+	'one truth occurrence per refund and dispute');
+my @canceled = grep { $_->{type} eq 'subscription' && $_->{status} eq 'canceled' } @{ $t1->{objects} };
+ok(@canceled && !(grep { $_->{deleted} } @canceled),
+	'canceled subscriptions stay in the truth as canceled, not deleted');
 
 # Stripe thin events.
 record("$dir/thin.jsonl", '--seed', 5, '--objects', 30, '--events', 300,

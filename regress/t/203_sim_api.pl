@@ -1,6 +1,8 @@
-# webhook-sim read API: objects, 404 after deletion, stable pagination under
-# concurrent changes (Stripe cursor and Shopify Link), changed-since, auth,
-# injected faults (429/Retry-After, 5xx, slow) and counters.
+# webhook-sim read API: objects (a canceled subscription stays retrievable,
+# a deleted order answers 404), stable pagination under concurrent changes
+# (Stripe starting_after, newest first; Shopify Link page_info), the events
+# API with created filters, default list filters, auth, injected faults
+# (429/Retry-After, 5xx, slow) and counters.
 use strict;
 use warnings;
 use lib 'tools/test';
@@ -8,6 +10,8 @@ use JSON::PP;
 use SimTest;
 use Test::More;
 use Time::HiRes ();
+
+my $json = JSON::PP->new;
 
 my @src = ('--stripe', 'st:whsec_test123', '--shopify', 'shop:shpss_secret');
 
@@ -21,11 +25,11 @@ sub truth_of
 # Page through a Stripe collection; returns the list of entries.
 sub stripe_pages
 {
-	my ($sim, $coll, $since, $limit) = @_;
+	my ($sim, $coll, $filter, $limit) = @_;
 	my ($after, @all) = (undef);
 	for (my $guard = 0; $guard < 10000; $guard++)
 	{
-		my $url = "$sim->{url}/v1/$coll?limit=$limit&updated_since=$since"
+		my $url = "$sim->{url}/v1/$coll?limit=$limit$filter"
 		  . (defined $after ? "&starting_after=$after" : '');
 		my ($code, $doc) = http_json('GET', $url);
 		die "list $coll: $code" unless $code == 200 && $doc->{object} eq 'list';
@@ -40,7 +44,7 @@ sub stripe_pages
 sub shopify_pages
 {
 	my ($sim, $min, $limit) = @_;
-	my $url = "$sim->{url}/admin/api/2024-01/orders.json?limit=$limit&updated_at_min=$min";
+	my $url = "$sim->{url}/admin/api/2024-01/orders.json?limit=$limit&status=any&updated_at_min=$min";
 	my @all;
 	while ($url)
 	{
@@ -64,39 +68,45 @@ ok(!$st0->{done}, 'stream still running while paging');
 
 my %t0ids;
 push @{ $t0ids{ $_->{type} } }, $_->{id} for @{ $t0->{objects} };
-my %colls = (subscription => 'subscriptions', payment => 'payment_intents');
+my %colls = (subscription => [ 'subscriptions', '&status=all' ], payment_intent => [ 'payment_intents', '' ]);
 for my $type (sort keys %colls)
 {
-	my @got = stripe_pages($sim, $colls{$type}, 0, 7);
+	my ($coll, $filter) = @{ $colls{$type} };
+	my @got = stripe_pages($sim, $coll, $filter, 7);
 	my %n;
 	$n{ $_->{id} }++ for @got;
-	is(scalar(grep { $_ > 1 } values %n), 0, "$colls{$type}: no object repeated across pages");
+	is(scalar(grep { $_ > 1 } values %n), 0, "$coll: no object repeated across pages");
 	is(scalar(grep { !$n{$_} } @{ $t0ids{$type} }), 0,
-		"$colls{$type}: every object existing before the listing is listed");
-	my @ids = map { $_->{id} } @got;
-	is_deeply(\@ids, [ sort { length($a) <=> length($b) || $a cmp $b } @ids ], "$colls{$type}: ordered by id");
+		"$coll: every object existing before the listing is listed");
+	my @c = map { $_->{created} } @got;
+	is(scalar(grep { $c[$_] > $c[ $_ - 1 ] } 1 .. $#c), 0, "$coll: newest first");
 }
 my @orders = shopify_pages($sim, '2000-01-01T00:00:00Z', 9);
 my %on;
 $on{ $_->{id} }++ for @orders;
 is(scalar(grep { $_ > 1 } values %on), 0, 'orders: no order repeated across Link pages');
-is(scalar(grep { !$on{$_} } @{ $t0ids{order} }), 0, 'orders: every order existing before the listing is listed');
+is(scalar(grep { !$on{$_} } map { $_->{id} } grep { $_->{type} eq 'order' && !$_->{deleted} } @{ $t0->{objects} }),
+	0, 'orders: every order existing before the listing and not deleted since is listed');
 
 ok(poll_until(sub { my (undef, $s) = http_json('GET', "$sim->{url}/_sim/status"); $s->{done} }, 60),
 	'stream finished');
 my $t1 = truth_of($sim);
-my %was = map { ("$_->{type}/$_->{id}" => 1) } @{ $t0->{objects} };
-my @new_subs = grep { $_->{type} eq 'subscription' && !$was{"subscription/$_->{id}"} } @{ $t1->{objects} };
-ok(@new_subs > 0, 'subscriptions created after the snapshot');
-my @changed = stripe_pages($sim, 'subscriptions', $since, 100);
-my %ch = map { $_->{id} => 1 } @changed;
-is(scalar(grep { !$ch{ $_->{id} } } @new_subs), 0, 'changed-since list includes every later creation');
-is(scalar(grep { $_->{updated} < $since } @changed), 0, 'changed-since list has only later changes');
-my @del = grep { $_->{deleted} } @changed;
-ok(!(grep { !($_->{object} eq 'subscription' && defined $_->{updated} && keys(%$_) == 4) } @del),
-	'deleted subscriptions listed as tombstones');
-my @none = stripe_pages($sim, 'subscriptions', time() + 1000, 10);
-is(scalar @none, 0, 'nothing changed in the future');
+# the events API: everything the stream sent, newest first, by created
+my @events = stripe_pages($sim, 'events', '', 100);
+my @recv = grep { $_->{path} eq '/hooks/st' } sink_requests($sink);
+my %sent = map { ($json->decode($_->{body})->{id} => 1) } @recv;
+my %listed = map { ($_->{id} => 1) } @events;
+is(scalar(grep { !$listed{$_} } keys %sent), 0, 'every delivered Stripe event is in /v1/events');
+ok(!(grep { $_->{object} ne 'event' || !$_->{data}{object}{id} } @events), 'events carry data.object');
+my $mid = $events[ int(@events / 2) ]{created};
+my @recent = stripe_pages($sim, 'events', "&created[gte]=$mid", 100);
+is(scalar @recent, scalar(grep { $_->{created} >= $mid } @events), 'created[gte] filters events');
+my @pi_ev = stripe_pages($sim, 'events', '&types[]=payment_intent.succeeded&types[]=payment_intent.canceled', 100);
+ok(@pi_ev && !(grep { $_->{type} !~ /^payment_intent\.(succeeded|canceled)$/ } @pi_ev), 'types[] filters events');
+my @grp = stripe_pages($sim, 'events', '&type=customer.subscription.*', 100);
+ok(@grp && !(grep { $_->{type} !~ /^customer\.subscription\./ } @grp), 'type with a * wildcard');
+my @none = stripe_pages($sim, 'events', '&created[gt]=' . (time() + 100000), 10);
+is(scalar @none, 0, 'nothing created in the future');
 my @later_orders = shopify_pages($sim, '2100-01-01T00:00:00%2B00:00', 50);
 is(scalar @later_orders, 0, 'updated_at_min in the future: no orders');
 stop_proc($sim);
@@ -105,9 +115,9 @@ stop_proc($sink);
 # 2. Objects and 404s against a finished scenario.
 $sim = start_sim(@src, '--seed', 8, '--objects', 80, '--events', 800);
 my $t = truth_of($sim);
-my ($live) = grep { $_->{type} eq 'subscription' && !$_->{deleted} } @{ $t->{objects} };
-my ($gone) = grep { $_->{type} eq 'subscription' && $_->{deleted} } @{ $t->{objects} };
-my ($pay) = grep { $_->{type} eq 'payment' } @{ $t->{objects} };
+my ($live) = grep { $_->{type} eq 'subscription' && $_->{status} ne 'canceled' } @{ $t->{objects} };
+my ($gone) = grep { $_->{type} eq 'subscription' && $_->{status} eq 'canceled' } @{ $t->{objects} };
+my ($pay) = grep { $_->{type} eq 'payment_intent' } @{ $t->{objects} };
 my ($order) = grep { $_->{type} eq 'order' && !$_->{deleted} } @{ $t->{objects} };
 my ($gone_order) = grep { $_->{type} eq 'order' && $_->{deleted} } @{ $t->{objects} };
 my ($occ) = grep { $_->{kind} eq 'refund' } @{ $t->{occurrences} };
@@ -117,12 +127,36 @@ ok($live && $gone && $pay && $order && $gone_order && $occ && $dsp, 'scenario ha
 my ($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions/$live->{id}");
 is($code, 200, 'live subscription: 200');
 is($doc->{status}, $live->{status}, 'status equals the truth');
-ok($doc->{updated} =~ /^\d+$/ && $doc->{object} eq 'subscription', 'object JSON with updated');
+ok(!exists $doc->{updated} && $doc->{object} eq 'subscription', 'Stripe object JSON, no field of our own');
 ($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions/$gone->{id}");
-is($code, 404, 'deleted subscription: 404');
-is($doc->{error}{code}, 'resource_missing', 'Stripe resource_missing error');
-($code) = http_json('GET', "$sim->{url}/v1/subscriptions/sub_doesnotexist");
-is($code, 404, 'unknown subscription: 404');
+is("$code $doc->{status}", '200 canceled', 'canceled subscription: still retrievable, status canceled');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions/sub_doesnotexist");
+is("$code $doc->{error}{code} $doc->{error}{param}", '404 resource_missing id', 'unknown subscription: 404 resource_missing');
+my %in_default = map { ($_->{id} => 1) } stripe_pages($sim, 'subscriptions', '', 100);
+ok(!$in_default{ $gone->{id} } && $in_default{ $live->{id} }, 'the default subscription list omits canceled ones');
+my %in_canceled = map { ($_->{id} => 1) } stripe_pages($sim, 'subscriptions', '&status=canceled', 100);
+ok($in_canceled{ $gone->{id} } && !$in_canceled{ $live->{id} }, 'status=canceled lists them');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?updated_since=0");
+is("$code $doc->{error}{type} $doc->{error}{code} $doc->{error}{param}",
+	'400 invalid_request_error parameter_unknown updated_since', 'unknown parameter: 400 parameter_unknown');
+is($doc->{error}{message}, 'Received unknown parameter: updated_since', "Stripe's message");
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?created%5Bsince%5D=0");
+is("$code $doc->{error}{code} $doc->{error}{param}", '400 parameter_unknown created[since]',
+	'unknown range operator: parameter_unknown');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/payment_intents?status=succeeded");
+is("$code $doc->{error}{code}", '400 parameter_unknown', 'payment_intents take no status filter');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?status=bogus");
+is("$code $doc->{error}{param}", '400 status', 'bad status value: 400');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?price=price_1");
+is("$code $doc->{error}{code}", '400 parameter_unsupported', 'a declared parameter the simulator does not model');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions/$live->{id}?status=all");
+is("$code $doc->{error}{code}", '400 parameter_unknown', 'retrieve takes only expand');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?starting_after=sub_nope");
+is("$code $doc->{error}{code} $doc->{error}{param}", '400 resource_missing starting_after', 'unknown cursor');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?starting_after=a&ending_before=b");
+is($code, 400, 'starting_after with ending_before: 400');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/idempotency/key-1");
+is($code, 404, 'no lookup by idempotency key (Stripe has none)');
 ($code, $doc) = http_json('GET', "$sim->{url}/v1/payment_intents/$pay->{id}");
 is("$code $doc->{status} $doc->{object}", "200 $pay->{status} payment_intent", 'payment_intent read');
 ok($doc->{amount} > 0 && $doc->{currency}, 'payment has amount and currency');
@@ -141,11 +175,29 @@ is(Time::Local::timegm($s, $mi, $h, $d, $mo - 1, $y), $order->{version}, 'truth 
 is($code, 404, 'deleted order: 404');
 is($doc->{errors}, 'Not Found', 'Shopify Not Found error');
 ($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?limit=101");
-is($code, 400, 'limit over 100: 400');
-($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions");
+is("$code $doc->{error}{param}", '400 limit', 'limit over 100: 400');
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?status=all");
 is(scalar @{ $doc->{data} }, 10, 'default limit 10');
-($code) = http_json('DELETE', "$sim->{url}/v1/subscriptions/$live->{id}");
-is($code, 405, 'wrong method: 405');
+my $first = $doc->{data}[0]{id};
+my $tenth = $doc->{data}[9]{id};
+($code, $doc) = http_json('GET', "$sim->{url}/v1/subscriptions?status=all&limit=3&ending_before=$tenth");
+is(join(' ', map { $_->{id} } @{ $doc->{data} }), join(' ', map { $_->{id} } @{ (http_json('GET',
+	"$sim->{url}/v1/subscriptions?status=all"))[1]{data} }[ 6 .. 8 ]), 'ending_before: the newer page, newest first');
+ok($doc->{has_more}, 'ending_before: has_more towards newer ones');
+($code, $doc, my $res) = http_json('GET', "$sim->{url}/admin/api/2024-01/orders.json?limit=2&status=any");
+my ($next) = ($res->{headers}{link} // '') =~ /<([^>]+)>;\s*rel="next"/;
+ok($next && $next =~ /page_info=/, 'Shopify Link header with page_info');
+($code, $doc) = http_json('GET', "$next&status=any");
+is($code, 400, 'page_info with another filter: 400');
+($code, $doc) = http_json('GET', "$sim->{url}/admin/api/2024-01/orders.json?updated_since=0");
+ok($code == 400 && $doc->{errors}{updated_since}, 'Shopify: an unknown parameter is refused');
+my @open = grep { !$_->{cancelled_at} } @{ (http_json('GET', "$sim->{url}/admin/api/2024-01/orders.json?limit=250"))[1]{orders} };
+my @all_o = @{ (http_json('GET', "$sim->{url}/admin/api/2024-01/orders.json?limit=250&status=any"))[1]{orders} };
+ok(@all_o > @open && scalar(@open) == scalar(@{ (http_json('GET', "$sim->{url}/admin/api/2024-01/orders.json?limit=250"))[1]{orders} }),
+	'the default order list is status=open: cancelled orders need status=any');
+($code, $doc) = http_json('PUT', "$sim->{url}/v1/subscriptions/$live->{id}");
+is($code, 404, 'a method Stripe does not route: 404, as Stripe answers');
+like($doc->{error}{message}, qr/^Unrecognized request URL/, "Stripe's message");
 
 # counters
 http_json('POST', "$sim->{url}/_sim/counters/reset");
@@ -195,7 +247,7 @@ stop_proc($sim);
 $sim = start_sim(@src, '--seed', 8, '--objects', 20, '--events', 100, '--fault-429', '0.5',
 	'--retry-after', 3, '--api-token', 'sekret');
 $t = truth_of($sim);
-($live) = grep { $_->{type} eq 'payment' } @{ $t->{objects} };
+($live) = grep { $_->{type} eq 'payment_intent' } @{ $t->{objects} };
 ($order) = grep { $_->{type} eq 'order' } @{ $t->{objects} };
 ($code, $doc) = http_json('GET', "$sim->{url}/v1/payment_intents/$live->{id}");
 is($code, 401, 'missing token: 401');

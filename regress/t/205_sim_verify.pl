@@ -85,7 +85,7 @@ for my $src (qw(st shop))
 }
 
 my ($live_sub) = grep { $_->{type} eq 'subscription' && !$_->{deleted} } @{ $truth->{objects} };
-my ($live_pay) = grep { $_->{type} eq 'payment' } @{ $truth->{objects} };
+my ($live_pay) = grep { $_->{type} eq 'payment_intent' } @{ $truth->{objects} };
 my ($live_order) = grep { $_->{type} eq 'order' && !$_->{deleted} } @{ $truth->{objects} };
 my ($occ) = @{ $truth->{occurrences} };
 my ($dead) = grep { $_->{source} eq 'st' && $_->{deleted} } @{ $truth->{objects} };
@@ -104,7 +104,7 @@ my ($rc, $out) = verify('st');
 is($rc, 1, 'planted differences: exit 1');
 like($out, qr/^subscription $live_sub->{id}: status differs: mirror $other, truth $live_sub->{status}$/m,
 	'status difference reported');
-like($out, qr/^payment $live_pay->{id}: missing from the mirror/m, 'missing object reported');
+like($out, qr/^payment_intent $live_pay->{id}: missing from the mirror/m, 'missing object reported');
 like($out, qr/^subscription sub_planted: in the mirror but not in the truth$/m, 'extra object reported');
 like($out, qr/^occurrence $occ->{kind} $occ->{id}: amount differs/m, 'occurrence amount reported');
 like($out, qr/differences=4$/m, 'exactly four differences');

@@ -1,0 +1,85 @@
+/*
+ * api_int.h
+ *		What the simulator's HTTP files share among themselves (api.c is the
+ *		server, routing, faults and /_sim/; stripe_api.c and shopify_api.c the
+ *		providers' endpoints).  Not for the rest of webhook-sim.
+ */
+#ifndef SIM_API_INT_H
+#define SIM_API_INT_H
+
+#include <event2/http.h>
+
+#include "api.h"
+
+#define MAX_FAULTS 64
+
+/* One decoded query or form parameter: name as sent ("created[gte]"). */
+typedef struct sim_param
+{
+	char	   *name;
+	char	   *value;
+	int			used;
+} sim_param;
+
+typedef struct sim_params
+{
+	sim_param  *p;
+	int			n;
+} sim_params;
+
+typedef struct idem_entry
+{
+	char	   *key;
+	char	   *path;
+	char	   *body;			/* exact request bytes */
+	size_t		body_len;
+	char	   *response;		/* stored 200 answer */
+	int64_t		created;		/* wall clock */
+} idem_entry;
+
+struct sim_api
+{
+	struct event_base *base;
+	struct evhttp *http;
+	sim_model  *model;
+	char		host[128];
+	int			port;
+	char	   *api_token;
+	int			idem_ttl;
+	FILE	   *request_log;
+	status_fn	status;
+	void	   *status_arg;
+
+	fault_rule	faults[MAX_FAULTS];
+	int			nfaults;
+	sim_rng		fault_rng;
+	long		faulted;
+
+	id_map		fetches;		/* id -> count */
+	long		lists;
+	id_map		effects;		/* idempotency key -> submissions */
+	id_map		idem_index;		/* idempotency key -> index in idem */
+	idem_entry *idem;
+	long		nidem;
+};
+
+/* Parse a query string or form body (percent-decoding, '+' as space). */
+extern int	params_parse(const char *s, size_t len, sim_params *out);
+extern void params_free(sim_params *ps);
+extern const char *params_get(sim_params *ps, const char *name);
+
+extern void api_reply(struct evhttp_request *req, int code, const char *body);
+extern void api_stripe_error(struct evhttp_request *req, int code, const char *type,
+							 const char *errcode, const char *param, const char *message);
+extern char *api_request_body(struct evhttp_request *req, size_t *len);
+extern int	api_draw_drop(sim_api *api, const char *path);
+extern void api_drop_connection(struct evhttp_request *req);
+
+/* Stripe: GET /v1/{collection}[/{id}], GET /v1/events[/{id}], POST /v1/refunds. */
+extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *path,
+						  const char *query);
+/* Shopify: GET /admin/api/{version}/orders[/{id}].json */
+extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
+						   const char *query);
+
+#endif							/* SIM_API_INT_H */

@@ -1,0 +1,824 @@
+/*
+ * stripe_api.c
+ *		Stripe's v1 API as stripe-node types it: retrieve and list of
+ *		subscriptions, payment_intents, invoices, customers, refunds,
+ *		disputes, charges and checkout/sessions; the events API; and
+ *		POST /v1/refunds with idempotency keys.
+ *
+ * The contract, strictly (so that a wrong client cannot agree with us):
+ *   - each list accepts exactly the parameters of its *ListParams interface
+ *     (plus PaginationParams: limit, starting_after, ending_before); any
+ *     other answers 400 parameter_unknown, as Stripe does.  A parameter the
+ *     SDK declares but this simulator does not model answers 400
+ *     parameter_unsupported (a simulator limit, never a silent no-op);
+ *   - lists are newest first (created descending), with `has_more`,
+ *     `object: "list"` and `url`; a cursor names an object of the list;
+ *   - the subscription list leaves out canceled ones unless status is
+ *     canceled, ended or all;
+ *   - the customer list leaves out deleted customers, and a deleted customer
+ *     is retrieved as {"id":…,"object":"customer","deleted":true};
+ *   - /v1/events keeps 30 days, filters on created, type (with `*`
+ *     wildcards) or types[] (at most 20, not with type);
+ *   - POST bodies are application/x-www-form-urlencoded with nested
+ *     metadata[key]=value; an Idempotency-Key is kept idempotency_ttl (24 h):
+ *     the same key and parameters replay the first answer (with
+ *     Idempotent-Replayed: true), other parameters get 400
+ *     idempotency_error.  Stripe has no lookup by idempotency key.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "api_int.h"
+
+#define MAX_TYPES 20
+
+/* Parameters of each list, as stripe-node's *ListParams declare them. */
+typedef struct list_spec
+{
+	const char *path;			/* after /v1/ */
+	int			type;			/* obj_type, or -1 for events */
+	const char *sdk_params;		/* space-separated, besides pagination */
+	const char *implemented;	/* those modelled here */
+} list_spec;
+
+static const list_spec list_specs[] = {
+	{"subscriptions", OT_SUB,
+		"automatic_tax collection_method created current_period_end current_period_start "
+		"customer customer_account expand plan price status test_clock",
+	"created customer status"},
+	{"payment_intents", OT_PI, "created customer customer_account expand", "created customer"},
+	{"invoices", OT_INVOICE,
+		"collection_method created customer customer_account due_date expand status subscription",
+	"created customer status"},
+	{"customers", OT_CUSTOMER, "created email expand test_clock", "created email"},
+	{"refunds", OT_REFUND, "charge created expand payment_intent", "charge created payment_intent"},
+	{"disputes", OT_DISPUTE, "charge created expand payment_intent", "charge created payment_intent"},
+	{"charges", OT_CHARGE, "created customer expand payment_intent transfer_group",
+	"created customer payment_intent"},
+	{"checkout/sessions", OT_CHECKOUT,
+		"created customer customer_account customer_details expand payment_intent payment_link "
+		"status subscription",
+	"created customer payment_intent status"},
+	{"events", -1, "created delivery_success expand type types", "created type types"},
+};
+
+static const char *const range_params = " created current_period_end current_period_start due_date ";
+static const char *const array_params = " expand types ";
+
+typedef struct list_query
+{
+	long		limit;
+	const char *after;
+	const char *before;
+	int64_t		lo;				/* created >= lo */
+	int64_t		hi;				/* created <= hi */
+	const char *status;
+	const char *customer;
+	const char *payment_intent;
+	const char *charge;
+	const char *email;
+	const char *type;
+	const char *types[MAX_TYPES];
+	int			ntypes;
+} list_query;
+
+/* Is w[0..n) one of the space-separated words? */
+static int
+word_in(const char *words, const char *w, size_t n)
+{
+	const char *p = words;
+
+	while (*p)
+	{
+		const char *s;
+
+		while (*p == ' ')
+			p++;
+		s = p;
+		while (*p && *p != ' ')
+			p++;
+		if ((size_t) (p - s) == n && n > 0 && strncmp(s, w, n) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+static void
+stripe_msg(struct evhttp_request *req, int code, const char *errcode, const char *param,
+		   const char *fmt, const char *arg)
+{
+	char		msg[512];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	api_stripe_error(req, code, "invalid_request_error", errcode, param, msg);
+}
+
+/*
+ * Check every parameter's name against the accepted set: the base name must
+ * be in sdk (or pagination when paged), a subscript only where the SDK's type
+ * has one (RangeQueryParam, arrays, metadata).  Answers the error and returns
+ * -1 on the first bad one.
+ */
+static int
+check_names(struct evhttp_request *req, sim_params *ps, const char *sdk,
+			const char *implemented, int paged)
+{
+	int			i;
+
+	for (i = 0; i < ps->n; i++)
+	{
+		const char *name = ps->p[i].name;
+		const char *br = strchr(name, '[');
+		size_t		n = br ? (size_t) (br - name) : strlen(name);
+		char		spaced[80];
+		int			ok = word_in(sdk, name, n) ||
+			(paged && (word_in("limit starting_after ending_before", name, n)));
+
+		snprintf(spaced, sizeof(spaced), " %.*s ", (int) (n < 60 ? n : 60), name);
+		if (ok && br)
+		{
+			const char *sub = br + 1;
+			const char *close = strchr(sub, ']');
+
+			ok = close != NULL && close[1] == '\0';
+			if (ok && strstr(range_params, spaced))
+				ok = word_in("gt gte lt lte", sub, (size_t) (close - sub));
+			else if (ok && strstr(array_params, spaced))
+				ok = strspn(sub, "0123456789") == (size_t) (close - sub);
+			else if (ok)
+				ok = strncmp(name, "metadata", n) == 0 && n == 8 && close > sub;
+		}
+		if (!ok)
+		{
+			stripe_msg(req, 400, "parameter_unknown", name, "Received unknown parameter: %s", name);
+			return -1;
+		}
+		if (!word_in(implemented, name, n) &&
+			!word_in("limit starting_after ending_before", name, n))
+		{
+			stripe_msg(req, 400, "parameter_unsupported", name,
+					   "webhook-sim does not model the parameter %s (Stripe accepts it)", name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int
+parse_ts(struct evhttp_request *req, const char *name, const char *v, int64_t *out)
+{
+	if (parse_int64(v, 0, INT64_MAX / 4, out) != 0)
+	{
+		stripe_msg(req, 400, "parameter_invalid_integer", name,
+				   "Invalid integer: %s", v);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+one_of(const char *v, const char *words)
+{
+	return word_in(words, v, strlen(v));
+}
+
+/* Values of the parameters into q; answers the error and returns -1. */
+static int
+parse_query(struct evhttp_request *req, sim_params *ps, const list_spec *spec, list_query *q)
+{
+	int			i;
+	int64_t		v;
+
+	memset(q, 0, sizeof(*q));
+	q->limit = 10;
+	q->lo = INT64_MIN;
+	q->hi = INT64_MAX;
+	for (i = 0; i < ps->n; i++)
+	{
+		const char *name = ps->p[i].name,
+				   *val = ps->p[i].value;
+
+		if (strcmp(name, "limit") == 0)
+		{
+			if (parse_int64(val, 1, 100, &v) != 0)
+			{
+				stripe_msg(req, 400, "parameter_invalid_integer", "limit",
+						   "Invalid limit: must be an integer between 1 and 100 (got %s)", val);
+				return -1;
+			}
+			q->limit = (long) v;
+		}
+		else if (strcmp(name, "starting_after") == 0)
+			q->after = val;
+		else if (strcmp(name, "ending_before") == 0)
+			q->before = val;
+		else if (strcmp(name, "created") == 0)
+		{
+			if (parse_ts(req, name, val, &v) != 0)
+				return -1;
+			q->lo = q->lo > v ? q->lo : v;
+			q->hi = q->hi < v ? q->hi : v;
+		}
+		else if (strncmp(name, "created[", 8) == 0)
+		{
+			const char *op = name + 8;
+
+			if (parse_ts(req, name, val, &v) != 0)
+				return -1;
+			if (strcmp(op, "gt]") == 0)
+				v++;
+			else if (strcmp(op, "lt]") == 0)
+				v--;
+			if (op[0] == 'g')
+				q->lo = q->lo > v ? q->lo : v;
+			else
+				q->hi = q->hi < v ? q->hi : v;
+		}
+		else if (strcmp(name, "status") == 0)
+			q->status = val;
+		else if (strcmp(name, "customer") == 0)
+			q->customer = val;
+		else if (strcmp(name, "payment_intent") == 0)
+			q->payment_intent = val;
+		else if (strcmp(name, "charge") == 0)
+			q->charge = val;
+		else if (strcmp(name, "email") == 0)
+			q->email = val;
+		else if (strcmp(name, "type") == 0)
+			q->type = val;
+		else if (strncmp(name, "types[", 6) == 0)
+		{
+			if (q->ntypes == MAX_TYPES)
+			{
+				stripe_msg(req, 400, NULL, "types",
+						   "You may pass at most 20 event types in `types` (%s)", name);
+				return -1;
+			}
+			q->types[q->ntypes++] = val;
+		}
+	}
+	if (q->after && q->before)
+	{
+		stripe_msg(req, 400, NULL, NULL, "You may only specify one of these parameters: %s.",
+				   "starting_after, ending_before");
+		return -1;
+	}
+	if (q->type && q->ntypes)
+	{
+		stripe_msg(req, 400, NULL, "types", "You may only specify one of these parameters: %s.",
+				   "type, types");
+		return -1;
+	}
+	if (q->status)
+	{
+		const char *allowed = spec->type == OT_SUB ?
+		"active all canceled ended incomplete incomplete_expired past_due paused trialing unpaid" :
+		spec->type == OT_INVOICE ? "draft open paid uncollectible void" :
+		"complete expired open";
+
+		if (!one_of(q->status, allowed))
+		{
+			char		msg[256];
+
+			snprintf(msg, sizeof(msg), "Invalid status: must be one of %s", allowed);
+			api_stripe_error(req, 400, "invalid_request_error", NULL, "status", msg);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Stripe's type filter: an exact name, or a group with `*` wildcards. */
+static int
+type_matches(const char *pattern, const char *type)
+{
+	while (*pattern)
+	{
+		if (*pattern == '*')
+		{
+			pattern++;
+			if (*pattern == '\0')
+				return 1;
+			for (; *type; type++)
+				if (type_matches(pattern, type))
+					return 1;
+			return 0;
+		}
+		if (*pattern++ != *type++)
+			return 0;
+	}
+	return *type == '\0';
+}
+
+static int
+object_matches(const sim_model *m, const sim_object *o, const list_query *q)
+{
+	const char *st = obj_status_name(o);
+	const char *pi = o->parent >= 0 ? m->objs[o->parent].id :
+	o->type == OT_PI ? o->id : NULL;
+
+	if (o->created < q->lo || o->created > q->hi)
+		return 0;
+	if (o->type == OT_CUSTOMER && o->deleted)
+		return 0;
+	if (o->type == OT_SUB)
+	{
+		if (q->status == NULL)
+		{
+			if (strcmp(st, "canceled") == 0)	/* only on request */
+				return 0;
+		}
+		else if (strcmp(q->status, "all") == 0)
+			;
+		else if (strcmp(q->status, "ended") == 0)
+		{
+			if (strcmp(st, "canceled") != 0 && strcmp(st, "incomplete_expired") != 0)
+				return 0;
+		}
+		else if (strcmp(q->status, st) != 0)
+			return 0;
+	}
+	else if (q->status && (st == NULL || strcmp(q->status, st) != 0))
+		return 0;
+	if (q->customer && strcmp(q->customer, o->customer) != 0)
+		return 0;
+	if (q->payment_intent && (pi == NULL || strcmp(q->payment_intent, pi) != 0))
+		return 0;
+	if (q->charge && (o->charge < 0 || strcmp(q->charge, m->objs[o->charge].id) != 0))
+		return 0;
+	if (q->email)
+	{
+		char		email[80];
+
+		snprintf(email, sizeof(email), "%s@example.com", o->id + 4);
+		if (strcmp(q->email, email) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static int
+event_matches(const sim_stored_event *e, const list_query *q, int64_t oldest)
+{
+	int			i;
+
+	if (e->created < oldest || e->created < q->lo || e->created > q->hi)
+		return 0;
+	if (q->type && !type_matches(q->type, e->type))
+		return 0;
+	if (q->ntypes)
+	{
+		for (i = 0; i < q->ntypes; i++)
+			if (strcmp(q->types[i], e->type) == 0)
+				return 1;
+		return 0;
+	}
+	return 1;
+}
+
+/* A list's entries in creation order, with the filter of one request. */
+typedef struct list_view
+{
+	sim_model  *m;
+	const list_spec *spec;
+	const list_query *q;
+	int64_t		oldest;			/* events: retention */
+} list_view;
+
+static long
+view_count(const list_view *v)
+{
+	return v->spec->type < 0 ? v->m->nevents : v->m->norder[v->spec->type];
+}
+
+static int
+view_matches(const list_view *v, long pos)
+{
+	if (v->spec->type < 0)
+		return event_matches(&v->m->events[pos], v->q, v->oldest);
+	return object_matches(v->m, &v->m->objs[v->m->order[v->spec->type][pos]], v->q);
+}
+
+static void
+view_render(const list_view *v, long pos, sbuf *b)
+{
+	if (v->spec->type < 0)
+		sb_puts(b, v->m->events[pos].body);
+	else
+		render_object(v->m, b, &v->m->objs[v->m->order[v->spec->type][pos]]);
+}
+
+/* Position of a cursor id in the view, or -1. */
+static long
+view_find(const list_view *v, const char *id)
+{
+	long		k;
+
+	if (v->spec->type < 0)
+		return idmap_get(&v->m->event_ids, id);
+	k = model_find_object(v->m, (obj_type) v->spec->type, id);
+	return k < 0 ? -1 : v->m->objs[k].pos;
+}
+
+static const char *
+noun(const list_spec *spec)
+{
+	return spec->type < 0 ? "event" : obj_type_name((obj_type) spec->type);
+}
+
+static void
+handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim_params *ps)
+{
+	list_query	q;
+	list_view	v;
+	long		n,
+				pos,
+				got = 0,
+			   *page;
+	int			has_more = 0;
+	sbuf		b;
+
+	if (check_names(req, ps, spec->sdk_params, spec->implemented, 1) != 0 ||
+		parse_query(req, ps, spec, &q) != 0)
+		return;
+	v.m = api->model;
+	v.spec = spec;
+	v.q = &q;
+	v.oldest = now_epoch() - STRIPE_EVENT_RETENTION;
+	n = view_count(&v);
+	page = xcalloc((size_t) q.limit, sizeof(long));
+	if (q.after || q.before)
+	{
+		const char *cur = q.after ? q.after : q.before;
+
+		pos = view_find(&v, cur);
+		if (pos < 0)
+		{
+			char		msg[256];
+
+			snprintf(msg, sizeof(msg), "No such %s: '%s'", noun(spec), cur);
+			api_stripe_error(req, 400, "invalid_request_error", "resource_missing",
+							 q.after ? "starting_after" : "ending_before", msg);
+			free(page);
+			return;
+		}
+	}
+	else
+		pos = n;
+	if (q.before)
+	{
+		/* the page just newer than the cursor, still shown newest first */
+		long		i;
+
+		for (i = pos + 1; i < n; i++)
+		{
+			if (!view_matches(&v, i))
+				continue;
+			if (got == q.limit)
+			{
+				has_more = 1;
+				break;
+			}
+			page[got++] = i;
+		}
+		for (i = 0; i < got / 2; i++)
+		{
+			long		t = page[i];
+
+			page[i] = page[got - 1 - i];
+			page[got - 1 - i] = t;
+		}
+	}
+	else
+	{
+		long		i;
+
+		for (i = pos - 1; i >= 0; i--)
+		{
+			if (!view_matches(&v, i))
+				continue;
+			if (got == q.limit)
+			{
+				has_more = 1;
+				break;
+			}
+			page[got++] = i;
+		}
+	}
+	sb_init(&b);
+	sb_puts(&b, "{\"object\":\"list\",\"data\":[");
+	for (pos = 0; pos < got; pos++)
+	{
+		if (pos)
+			sb_putc(&b, ',');
+		view_render(&v, page[pos], &b);
+	}
+	sb_printf(&b, "],\"has_more\":%s,\"url\":\"/v1/%s\"}", has_more ? "true" : "false", spec->path);
+	api_reply(req, 200, b.data);
+	sb_free(&b);
+	free(page);
+}
+
+static void
+handle_retrieve(sim_api *api, struct evhttp_request *req, const list_spec *spec,
+				const char *id, sim_params *ps)
+{
+	sim_model  *m = api->model;
+	long		k;
+	sbuf		b;
+
+	if (check_names(req, ps, "expand", "", 0) != 0)
+		return;
+	sb_init(&b);
+	if (spec->type < 0)
+	{
+		k = idmap_get(&m->event_ids, id);
+		if (k >= 0 && m->events[k].created >= now_epoch() - STRIPE_EVENT_RETENTION)
+			sb_puts(&b, m->events[k].body);
+		else
+			k = -1;
+	}
+	else
+	{
+		k = model_find_object(m, (obj_type) spec->type, id);
+		if (k >= 0)
+			render_object(m, &b, &m->objs[k]);
+	}
+	if (k < 0)
+	{
+		char		msg[256];
+
+		snprintf(msg, sizeof(msg), "No such %s: '%s'", noun(spec), id);
+		api_stripe_error(req, 404, "invalid_request_error", "resource_missing", "id", msg);
+	}
+	else
+		api_reply(req, 200, b.data);
+	sb_free(&b);
+}
+
+/* ---------- POST /v1/refunds ---------- */
+
+static const char *const refund_params =
+"amount charge currency customer expand instructions_email metadata origin payment_intent "
+"reason refund_application_fee reverse_transfer";
+
+/* metadata[k]=v members as JSON ("k":"v",…); -1 with the error answered. */
+static int
+render_metadata_params(struct evhttp_request *req, sim_params *ps, sbuf *out)
+{
+	int			i,
+				nkeys = 0;
+
+	for (i = 0; i < ps->n; i++)
+	{
+		const char *name = ps->p[i].name;
+		size_t		klen;
+
+		if (strncmp(name, "metadata[", 9) != 0)
+			continue;
+		klen = strlen(name) - 10;
+		if (klen > 40 || strlen(ps->p[i].value) > 500 || ++nkeys > 50)
+		{
+			stripe_msg(req, 400, "parameter_invalid_string", name,
+					   "Invalid metadata %s: keys up to 40 characters, values up to 500, at most 50 keys",
+					   name);
+			return -1;
+		}
+		if (out->len)
+			sb_putc(out, ',');
+		{
+			char	   *key = xstrndup(name + 9, klen);
+
+			sb_json_str(out, key);
+			free(key);
+		}
+		sb_putc(out, ':');
+		sb_json_str(out, ps->p[i].value);
+	}
+	return 0;
+}
+
+static void
+handle_refund(sim_api *api, struct evhttp_request *req, const char *path)
+{
+	sim_model  *m = api->model;
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const char *key = evhttp_find_header(in, "Idempotency-Key");
+	const char *ct = evhttp_find_header(in, "Content-Type");
+	size_t		len;
+	char	   *body = api_request_body(req, &len);
+	sim_params	ps;
+	const char *pi_s,
+			   *ch_s,
+			   *amount_s,
+			   *reason;
+	int64_t		amount;
+	long		k = -1,
+				re;
+	int64_t		now = now_epoch();
+	sbuf		b,
+				meta;
+
+	memset(&ps, 0, sizeof(ps));
+	sb_init(&b);
+	sb_init(&meta);
+	if (key && *key)
+	{
+		long		e = idmap_get(&api->idem_index, key);
+
+		if (e >= 0 && api->idem[e].created + api->idem_ttl > now)
+		{
+			idem_entry *ie = &api->idem[e];
+
+			if (strcmp(ie->path, path) == 0 && ie->body_len == len &&
+				memcmp(ie->body, body, len) == 0)
+			{
+				evhttp_add_header(evhttp_request_get_output_headers(req),
+								  "Idempotent-Replayed", "true");
+				api_reply(req, 200, ie->response);
+			}
+			else
+			{
+				sb_printf(&b, "Keys for idempotent requests can only be used with the same "
+						  "parameters they were first used with. Try using a key other than "
+						  "'%s' if you meant to execute a different request.", key);
+				api_stripe_error(req, 400, "idempotency_error", NULL, NULL, b.data);
+			}
+			goto done;
+		}
+	}
+	if (len > 0 && (ct == NULL || strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0))
+	{
+		stripe_msg(req, 400, NULL, NULL,
+				   "Invalid request: Stripe's v1 API takes application/x-www-form-urlencoded "
+				   "parameters (Content-Type was %s)", ct ? ct : "missing");
+		goto done;
+	}
+	if (params_parse(body, len, &ps) != 0)
+	{
+		stripe_msg(req, 400, NULL, NULL, "Invalid request body: %s", "not a form encoding");
+		goto done;
+	}
+	if (check_names(req, &ps, refund_params, "amount charge metadata payment_intent reason", 0) != 0 ||
+		render_metadata_params(req, &ps, &meta) != 0)
+		goto done;
+	pi_s = params_get(&ps, "payment_intent");
+	ch_s = params_get(&ps, "charge");
+	amount_s = params_get(&ps, "amount");
+	reason = params_get(&ps, "reason");
+	if (pi_s == NULL && ch_s == NULL)
+	{
+		api_stripe_error(req, 400, "invalid_request_error", "parameter_missing", "payment_intent",
+						 "One of the following params should be provided for this request: "
+						 "payment_intent or charge.");
+		goto done;
+	}
+	if (pi_s)
+		k = model_find_object(m, OT_PI, pi_s);
+	else
+	{
+		long		c = model_find_object(m, OT_CHARGE, ch_s);
+
+		k = c >= 0 ? m->objs[c].parent : -1;
+	}
+	if (k < 0)
+	{
+		sb_printf(&b, "No such %s: '%s'", pi_s ? "payment_intent" : "charge", pi_s ? pi_s : ch_s);
+		api_stripe_error(req, 404, "invalid_request_error", "resource_missing",
+						 pi_s ? "payment_intent" : "charge", b.data);
+		goto done;
+	}
+	if (reason && !one_of(reason, "duplicate fraudulent requested_by_customer"))
+	{
+		stripe_msg(req, 400, NULL, "reason",
+				   "Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer (got %s)",
+				   reason);
+		goto done;
+	}
+	if (amount_s && parse_int64(amount_s, 1, INT64_MAX / 2, &amount) != 0)
+	{
+		stripe_msg(req, 400, "parameter_invalid_integer", "amount",
+				   "Invalid integer: %s", amount_s);
+		goto done;
+	}
+	if (strcmp(obj_status_name(&m->objs[k]), "succeeded") != 0)
+	{
+		sb_printf(&b, "This PaymentIntent (%s) does not have a successful charge to refund.",
+				  m->objs[k].id);
+		api_stripe_error(req, 400, "invalid_request_error", NULL, "payment_intent", b.data);
+		goto done;
+	}
+	if (m->objs[k].amount_refunded >= m->objs[k].amount)
+	{
+		sb_printf(&b, "Charge for PaymentIntent %s has already been refunded.", m->objs[k].id);
+		api_stripe_error(req, 400, "invalid_request_error", "charge_already_refunded", NULL, b.data);
+		goto done;
+	}
+	if (!amount_s)
+		amount = m->objs[k].amount - m->objs[k].amount_refunded;
+	else if (amount > m->objs[k].amount - m->objs[k].amount_refunded)
+	{
+		sb_printf(&b, "Refund amount (%lld) is greater than unrefunded amount on charge (%lld)",
+				  (long long) amount, (long long) (m->objs[k].amount - m->objs[k].amount_refunded));
+		api_stripe_error(req, 400, "invalid_request_error", "amount_too_large", "amount", b.data);
+		goto done;
+	}
+	re = model_effect_refund(m, k, amount, meta.data ? meta.data : "", reason);
+	render_object(m, &b, &m->objs[re]);
+	if (key && *key)
+	{
+		long		e = idmap_get(&api->idem_index, key);
+		idem_entry *ie;
+
+		if (e < 0)
+		{
+			api->idem = xrealloc(api->idem, (size_t) (api->nidem + 1) * sizeof(idem_entry));
+			e = api->nidem++;
+			idmap_put(&api->idem_index, key, e);
+		}
+		else
+		{
+			/* an expired key: forgotten, now reused */
+			free(api->idem[e].key);
+			free(api->idem[e].path);
+			free(api->idem[e].body);
+			free(api->idem[e].response);
+		}
+		ie = &api->idem[e];
+		ie->key = xstrdup(key);
+		ie->path = xstrdup(path);
+		ie->body = body;
+		ie->body_len = len;
+		ie->response = xstrdup(b.data);
+		ie->created = now;
+		body = NULL;			/* kept by the store */
+	}
+	if (api_draw_drop(api, path))
+		api_drop_connection(req);
+	else
+		api_reply(req, 200, b.data);
+
+done:
+	params_free(&ps);
+	free(body);
+	sb_free(&b);
+	sb_free(&meta);
+}
+
+/* ---------- routing ---------- */
+
+void
+stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
+{
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const char *rest = path + 4;	/* after /v1/ */
+	sim_params	ps;
+	size_t		i;
+
+	if (params_parse(query, query ? strlen(query) : 0, &ps) != 0)
+	{
+		api_stripe_error(req, 400, "invalid_request_error", NULL, NULL,
+						 "Invalid query string: bad percent-encoding");
+		return;
+	}
+	for (i = 0; i < sizeof(list_specs) / sizeof(list_specs[0]); i++)
+	{
+		const list_spec *spec = &list_specs[i];
+		size_t		n = strlen(spec->path);
+
+		if (strncmp(rest, spec->path, n) != 0 || (rest[n] != '\0' && rest[n] != '/'))
+			continue;
+		if (rest[n] == '\0' && method == EVHTTP_REQ_GET)
+			handle_list(api, req, spec, &ps);
+		else if (rest[n] == '\0' && method == EVHTTP_REQ_POST && spec->type == OT_REFUND)
+		{
+			if (ps.n > 0)
+				stripe_msg(req, 400, "parameter_unknown", ps.p[0].name,
+						   "Received unknown parameter: %s (POST parameters go in the form body)",
+						   ps.p[0].name);
+			else
+				handle_refund(api, req, path);
+		}
+		else if (rest[n] == '/' && rest[n + 1] != '\0' && strchr(rest + n + 1, '/') == NULL &&
+				 method == EVHTTP_REQ_GET)
+			handle_retrieve(api, req, spec, rest + n + 1, &ps);
+		else
+			break;
+		params_free(&ps);
+		return;
+	}
+	params_free(&ps);
+	{
+		char		msg[512];
+
+		snprintf(msg, sizeof(msg), "Unrecognized request URL (%s: %s). Please see https://stripe.com/docs "
+				 "or we can help at https://support.stripe.com/.",
+				 method == EVHTTP_REQ_POST ? "POST" : method == EVHTTP_REQ_GET ? "GET" : "OTHER", path);
+		api_stripe_error(req, 404, "invalid_request_error", NULL, NULL, msg);
+	}
+}
