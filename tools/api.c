@@ -378,7 +378,10 @@ count_request(sim_api *api, struct evhttp_request *req, const char *path)
 	}
 }
 
-/* One line per provider API request: method and path?query as received. */
+/*
+ * One line per provider API request: method and path?query as received, and
+ * for a POST its form body.
+ */
 static void
 log_request(sim_api *api, struct evhttp_request *req)
 {
@@ -393,7 +396,18 @@ log_request(sim_api *api, struct evhttp_request *req)
 	for (i = 0; i < 9; i++)
 		if (m == (enum evhttp_cmd_type) (1 << i))
 			name = names[i];
-	fprintf(api->request_log, "%s %s\n", name, evhttp_request_get_uri(req));
+	fprintf(api->request_log, "%s %s", name, evhttp_request_get_uri(req));
+	if (m == EVHTTP_REQ_POST)
+	{
+		/* a form body is one line of name=value pairs: the effect's parameters */
+		size_t		len;
+		char	   *body = api_request_body(req, &len);
+
+		if (len > 0 && strcspn(body, " \r\n") == len)
+			fprintf(api->request_log, " %s", body);
+		free(body);
+	}
+	fputc('\n', api->request_log);
 	fflush(api->request_log);
 }
 
