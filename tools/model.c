@@ -1143,7 +1143,7 @@ step_customer(sim_model *m, long k)
 	double		r = rng_double(&m->rng);
 
 	o->updated_at = m->clock;
-	if (r < 0.15)
+	if (r < 0.06)
 	{
 		o->deleted = 1;
 		/* the event carries the last snapshot; the API then answers deleted */

@@ -18,7 +18,7 @@ use MIME::Base64;
 use Time::HiRes ();
 
 our @EXPORT = qw(sim_bin tmpdir start_sim stop_proc start_sink sink_requests
-  http_json poll_until run_sim slurp);
+  http_json poll_until run_sim slurp contract_dir run_node);
 
 my $json = JSON::PP->new->canonical;
 
@@ -45,6 +45,39 @@ sub slurp
 	local $/;
 	my $s = <$fh>;
 	return $s // '';
+}
+
+# contract_dir(): a copy of regress/contract with the providers' official SDKs
+# installed by `npm ci` from the committed package.json and package-lock.json
+# (from npm's cache when it has them, else from the registry).  Dies if npm
+# fails: the contract tests skip nothing.
+sub contract_dir
+{
+	my $dir = tmpdir();
+	opendir(my $dh, 'regress/contract') or die "regress/contract: $!";
+	for my $f (grep { /\.(json|mjs)$/ } readdir $dh)
+	{
+		open(my $in, '<', "regress/contract/$f") or die "$f: $!";
+		open(my $out, '>', "$dir/$f") or die "$dir/$f: $!";
+		local $/;
+		print {$out} <$in>;
+	}
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'npm', 'ci', '--no-audit', '--no-fund', '--prefer-offline' ], '<', \undef,
+		'>', \$out, '2>', \$err, init => sub { chdir $dir or die })
+	  or die "npm ci in $dir failed: $out $err";
+	return $dir;
+}
+
+# run_node(script, args): (exit code, stdout lines decoded as JSON, stderr).
+sub run_node
+{
+	my ($script, @args) = @_;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ 'node', $script, @args ], '<', \undef, '>', \$out, '2>', \$err);
+	my @docs = map { eval { $json->decode($_) } // { ok => 0, name => "unparsable output: $_" } }
+	  grep { /\S/ } split /\n/, $out;
+	return ($? >> 8, \@docs, $err);
 }
 
 # poll_until(sub { ... }, $seconds): true once the sub returns true, false
