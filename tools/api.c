@@ -2,7 +2,8 @@
  * api.c
  *		HTTP server of webhook-sim (see api.h): routing, authentication,
  *		request log, counters, injected faults and the /_sim/ endpoints.  The
- *		providers' endpoints are in stripe_api.c and shopify_api.c.
+ *		providers' endpoints are in stripe_api.c, shopify_api.c and
+ *		github_api.c.
  *
  * Request flow: log the request line, check auth, count the request (fetch
  * counters and effect-key counters count every arrival, faulted ones
@@ -15,6 +16,7 @@
  *            disputes|charges|checkout/sessions|events}[/{id}]
  *   POST /v1/refunds                      (form-encoded, Idempotency-Key)
  *   GET  /admin/api/{version}/orders.json, /admin/api/{version}/orders/{id}.json
+ *   GET  /repos/{owner}/{repo}/{issues|pulls}[/{number}]
  *   GET  /_sim/status, /_sim/truth, /_sim/counters, /_sim/faults
  *   POST /_sim/counters/reset, /_sim/faults;  DELETE /_sim/faults
  */
@@ -120,11 +122,36 @@ api_stripe_error(struct evhttp_request *req, int code, const char *type,
 	sb_free(&b);
 }
 
+typedef enum provider
+{
+	PROV_STRIPE,
+	PROV_SHOPIFY,
+	PROV_GITHUB
+} provider;
+
+static provider
+provider_of(const char *path)
+{
+	return strncmp(path, "/admin/", 7) == 0 ? PROV_SHOPIFY :
+		strncmp(path, "/repos/", 7) == 0 ? PROV_GITHUB : PROV_STRIPE;
+}
+
 /* An error in the format of the path's provider. */
 static void
-reply_error(struct evhttp_request *req, int shopify, int code, const char *message)
+reply_error(struct evhttp_request *req, provider prov, int code, const char *message)
 {
-	if (shopify)
+	if (prov == PROV_GITHUB)
+	{
+		sbuf		b;
+
+		sb_init(&b);
+		sb_puts(&b, "{\"message\":");
+		sb_json_str(&b, message);
+		sb_printf(&b, ",\"documentation_url\":\"https://docs.github.com/rest\",\"status\":\"%d\"}", code);
+		api_reply(req, code, b.data);
+		sb_free(&b);
+	}
+	else if (prov == PROV_SHOPIFY)
 	{
 		sbuf		b;
 
@@ -300,19 +327,21 @@ starts_with(const char *s, const char *prefix)
 }
 
 static int
-authorized(sim_api *api, struct evhttp_request *req, int shopify)
+authorized(sim_api *api, struct evhttp_request *req, provider prov)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
 	const char *v;
 
 	if (api->api_token == NULL)
 		return 1;
-	if (shopify)
+	if (prov == PROV_SHOPIFY)
 	{
 		v = evhttp_find_header(in, "X-Shopify-Access-Token");
 		return v != NULL && strcmp(v, api->api_token) == 0;
 	}
 	v = evhttp_find_header(in, "Authorization");
+	if (prov == PROV_GITHUB && v != NULL && strncmp(v, "token ", 6) == 0)
+		return strcmp(v + 6, api->api_token) == 0;
 	return v != NULL && strncmp(v, "Bearer ", 7) == 0 && strcmp(v + 7, api->api_token) == 0;
 }
 
@@ -335,6 +364,16 @@ count_request(sim_api *api, struct evhttp_request *req, const char *path)
 	const char *rest = NULL;
 	int			t;
 
+	if (starts_with(path, "/repos/"))
+	{
+		const char *last = strrchr(path, '/');
+
+		if (strstr(path, "/issues/") || strstr(path, "/pulls/"))
+			count(&api->fetches, last + 1);
+		else if (strcmp(last, "/issues") == 0 || strcmp(last, "/pulls") == 0)
+			api->lists++;
+		return;
+	}
 	if (starts_with(path, "/admin/api/"))
 	{
 		const char *p = strchr(path + strlen("/admin/api/"), '/');
@@ -456,7 +495,7 @@ api_add_fault(sim_api *api, const fault_rule *rule)
 }
 
 static void
-reply_fault(sim_api *api, struct evhttp_request *req, int shopify, const fault_rule *f)
+reply_fault(sim_api *api, struct evhttp_request *req, provider prov, const fault_rule *f)
 {
 	int			code = f->status;
 	char		ra[16];
@@ -468,7 +507,7 @@ reply_fault(sim_api *api, struct evhttp_request *req, int shopify, const fault_r
 		snprintf(ra, sizeof(ra), "%d", f->retry_after);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", ra);
 	}
-	reply_error(req, shopify, code, code == 429 ? "Too many requests (injected)" :
+	reply_error(req, prov, code, code == 429 ? "Too many requests (injected)" :
 				"Internal error (injected)");
 }
 
@@ -725,7 +764,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 		sb_free(&b);
 	}
 	else
-		reply_error(req, 0, 404, "Unknown simulator endpoint");
+		reply_error(req, PROV_STRIPE, 404, "Unknown simulator endpoint");
 }
 
 
@@ -770,9 +809,11 @@ dispatch(sim_api *api, struct evhttp_request *req)
 	uri_parts	u;
 
 	if (uri_parts_parse(req, &u) != 0)
-		reply_error(req, 0, 400, "Malformed request URI");
+		reply_error(req, PROV_STRIPE, 400, "Malformed request URI");
 	else if (starts_with(u.path, "/admin/"))
 		shopify_handle(api, req, u.path, u.query);
+	else if (starts_with(u.path, "/repos/"))
+		github_handle(api, req, u.path, u.query);
 	else
 		stripe_handle(api, req, u.path, u.query);
 	uri_parts_free(&u);
@@ -796,11 +837,11 @@ request_cb(struct evhttp_request *req, void *arg)
 	sim_api    *api = arg;
 	uri_parts	u;
 	fault_rule *f;
-	int			shopify;
+	provider	prov;
 
 	if (uri_parts_parse(req, &u) != 0)
 	{
-		reply_error(req, 0, 400, "Malformed request URI");
+		reply_error(req, PROV_STRIPE, 400, "Malformed request URI");
 		goto done;
 	}
 	if (starts_with(u.path, "/_sim/"))
@@ -809,8 +850,8 @@ request_cb(struct evhttp_request *req, void *arg)
 		goto done;
 	}
 	log_request(api, req);
-	shopify = starts_with(u.path, "/admin/");
-	if (!shopify && !starts_with(u.path, "/v1/"))
+	prov = provider_of(u.path);
+	if (prov == PROV_STRIPE && !starts_with(u.path, "/v1/"))
 	{
 		sbuf		b;
 
@@ -821,11 +862,13 @@ request_cb(struct evhttp_request *req, void *arg)
 		sb_free(&b);
 		goto done;
 	}
-	if (!authorized(api, req, shopify))
+	if (!authorized(api, req, prov))
 	{
-		if (shopify)
-			reply_error(req, 1, 401,
+		if (prov == PROV_SHOPIFY)
+			reply_error(req, prov, 401,
 						"[API] Invalid API key or access token (unrecognized login or wrong password)");
+		else if (prov == PROV_GITHUB)
+			reply_error(req, prov, 401, "Bad credentials");
 		else
 			api_stripe_error(req, 401, "invalid_request_error", NULL, NULL,
 							 "Invalid API Key provided");
@@ -846,7 +889,7 @@ request_cb(struct evhttp_request *req, void *arg)
 		evtimer_add(s->timer, &tv);
 	}
 	else if (f)
-		reply_fault(api, req, shopify, f);
+		reply_fault(api, req, prov, f);
 	else
 		dispatch(api, req);
 

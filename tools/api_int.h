@@ -78,6 +78,9 @@ extern void api_drop_connection(struct evhttp_request *req);
 /* Stripe: GET /v1/{collection}[/{id}], GET /v1/events[/{id}], POST /v1/refunds. */
 extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						  const char *query);
+/* GitHub: GET /repos/{owner}/{repo}/{issues|pulls}[/{number}] */
+extern void github_handle(sim_api *api, struct evhttp_request *req, const char *path,
+						  const char *query);
 /* Shopify: GET /admin/api/{version}/orders[/{id}].json */
 extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);

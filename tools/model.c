@@ -83,6 +83,11 @@ enum
 {
 	ORD_PENDING, ORD_AUTHORIZED, ORD_PAID, ORD_PARTIAL, ORD_REFUNDED, ORD_VOIDED
 };
+static const char *const gh_status[] = {"open", "closed"};
+enum
+{
+	GH_OPEN, GH_CLOSED
+};
 static const char *const re_status[] = {"pending", "succeeded", "failed", "canceled"};
 enum
 {
@@ -106,12 +111,12 @@ static const char *const shop_currency[] = {"USD", "EUR", "CAD"};
 static const char *const type_names[OT__COUNT] = {
 	[OT_SUB] = "subscription", [OT_PI] = "payment_intent", [OT_INVOICE] = "invoice",
 	[OT_CUSTOMER] = "customer", [OT_CHECKOUT] = "checkout.session", [OT_ORDER] = "order",
-	[OT_REFUND] = "refund", [OT_DISPUTE] = "dispute", [OT_CHARGE] = "charge",
+	[OT_ISSUE] = "issue", [OT_PULL] = "pull_request", [OT_REFUND] = "refund", [OT_DISPUTE] = "dispute", [OT_CHARGE] = "charge",
 };
 static const char *const type_paths[OT__COUNT] = {
 	[OT_SUB] = "subscriptions", [OT_PI] = "payment_intents", [OT_INVOICE] = "invoices",
 	[OT_CUSTOMER] = "customers", [OT_CHECKOUT] = "checkout/sessions", [OT_ORDER] = "orders",
-	[OT_REFUND] = "refunds", [OT_DISPUTE] = "disputes", [OT_CHARGE] = "charges",
+	[OT_ISSUE] = "issues", [OT_PULL] = "pulls", [OT_REFUND] = "refunds", [OT_DISPUTE] = "disputes", [OT_CHARGE] = "charges",
 };
 
 #define MAX_PI_ATTEMPTS 3
@@ -168,7 +173,7 @@ unsigned
 model_default_types(void)
 {
 	return (1u << OT_SUB) | (1u << OT_PI) | (1u << OT_REFUND) | (1u << OT_DISPUTE) |
-		(1u << OT_ORDER);
+		(1u << OT_ORDER) | (1u << OT_ISSUE) | (1u << OT_PULL);
 }
 
 const char *
@@ -192,6 +197,9 @@ obj_status_name(const sim_object *o)
 			return dp_status[o->status];
 		case OT_CHARGE:
 			return ch_status[o->status];
+		case OT_ISSUE:
+		case OT_PULL:
+			return gh_status[o->status];
 		default:
 			return NULL;
 	}
@@ -240,6 +248,14 @@ make_id(sim_model *m, sim_rng *r, sim_object *o, long k)
 				 450789469001LL + (long long) k * 1000 + (long long) rng_below(r, 1000));
 		o->number = 1001 + k;
 	}
+	else if (o->type == OT_ISSUE || o->type == OT_PULL)
+	{
+		/* GitHub's global ids; a pull request's issue has an id of its own */
+		snprintf(o->id, sizeof(o->id), "%lld",
+				 (o->type == OT_PULL ? 2900000000LL : 3100000000LL) + (long long) k * 1000 +
+				 (long long) rng_below(r, 1000));
+		o->alt_id = 3100000000LL + (long long) k * 1000 + 999 - (long long) rng_below(r, 500);
+	}
 	else
 	{
 		rng_token(r, tok, o->type == OT_CHECKOUT ? 40 : o->type == OT_SUB ? 14 : 24);
@@ -253,7 +269,7 @@ make_id(sim_model *m, sim_rng *r, sim_object *o, long k)
 
 void
 model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
-		   double thin_share, int64_t epoch, unsigned types_mask,
+		   double thin_share, int64_t epoch, unsigned types_mask, const char *repo,
 		   sim_source *sources, int nsources)
 {
 	obj_type	avail[OT__COUNT];
@@ -263,7 +279,8 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 	long		k;
 	int			stripe = -1,
 				shopify = -1,
-				standard = -1;
+				standard = -1,
+				github = -1;
 
 	memset(m, 0, sizeof(*m));
 	m->seed = seed;
@@ -284,12 +301,17 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 			shopify = i;
 		else if (sources[i].kind == SK_STANDARD && standard < 0)
 			standard = i;
+		else if (sources[i].kind == SK_GITHUB && github < 0)
+			github = i;
 	}
+	snprintf(m->repo, sizeof(m->repo), "%s", repo ? repo : "acme/widgets");
 	for (t = 0; t < OT__COUNT; t++)
 		m->src_for[t] = (types_mask & (1u << t)) ? stripe : -1;
 	if (types_mask & (1u << OT_SUB))
 		m->src_for[OT_SUB] = standard >= 0 ? standard : stripe;
 	m->src_for[OT_ORDER] = (types_mask & (1u << OT_ORDER)) ? shopify : -1;
+	m->src_for[OT_ISSUE] = (types_mask & (1u << OT_ISSUE)) ? github : -1;
+	m->src_for[OT_PULL] = (types_mask & (1u << OT_PULL)) ? github : -1;
 	/* children need their PaymentIntents */
 	if (m->src_for[OT_PI] < 0)
 		m->src_for[OT_REFUND] = m->src_for[OT_DISPUTE] = m->src_for[OT_CHARGE] = -1;
@@ -439,6 +461,128 @@ render_ref(sbuf *out, const char *name, const char *id)
 		sb_printf(out, ",\"%s\":null", name);
 }
 
+/* GitHub's user and repository objects, as the webhook and API payloads carry them. */
+static void
+render_gh_user(sbuf *out, const char *name)
+{
+	sb_printf(out, ",\"%s\":{\"login\":\"octocat\",\"id\":583231,\"node_id\":\"MDQ6VXNlcjU4MzIzMQ==\","
+			  "\"type\":\"User\",\"site_admin\":false,\"url\":\"https://api.github.com/users/octocat\"}", name);
+}
+
+static void
+render_gh_times(sbuf *out, const sim_object *o)
+{
+	char		c[40],
+				u[40],
+				x[40];
+
+	iso_time(o->created, 1, c, sizeof(c));
+	iso_time(o->updated_at, 1, u, sizeof(u));
+	sb_printf(out, ",\"created_at\":\"%s\",\"updated_at\":\"%s\"", c, u);
+	if (o->status == GH_CLOSED)
+	{
+		iso_time(o->updated_at, 1, x, sizeof(x));
+		sb_printf(out, ",\"closed_at\":\"%s\"", x);
+	}
+	else
+		sb_puts(out, ",\"closed_at\":null");
+}
+
+/*
+ * An issue as GET /repos/{owner}/{repo}/issues shows it (the openapi
+ * schema "issue"); a pull request appears there too, with its issue id and
+ * a pull_request member.
+ */
+void
+render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o)
+{
+	long long	id = o->type == OT_PULL ? (long long) o->alt_id : atoll(o->id);
+	const char *reason = o->status == GH_OPEN ? (o->attempts ? "\"reopened\"" : "null") :
+	o->quantity % 3 == 0 ? "\"not_planned\"" : "\"completed\"";
+
+	sb_printf(out, "{\"id\":%lld,\"node_id\":\"I_kwDO%lld\",\"number\":%ld,"
+			  "\"url\":\"https://api.github.com/repos/%s/issues/%ld\","
+			  "\"repository_url\":\"https://api.github.com/repos/%s\","
+			  "\"labels_url\":\"https://api.github.com/repos/%s/issues/%ld/labels{/name}\","
+			  "\"comments_url\":\"https://api.github.com/repos/%s/issues/%ld/comments\","
+			  "\"events_url\":\"https://api.github.com/repos/%s/issues/%ld/events\","
+			  "\"html_url\":\"https://github.com/%s/%s/%ld\","
+			  "\"title\":\"%s %ld (rev %d)\",\"state\":\"%s\",\"state_reason\":%s,\"locked\":false,"
+			  "\"assignee\":null,\"assignees\":[],\"milestone\":null,\"comments\":%d,"
+			  "\"author_association\":\"MEMBER\",\"body\":null",
+			  id, id, o->number, m->repo, o->number, m->repo, m->repo, o->number,
+			  m->repo, o->number, m->repo, o->number, m->repo,
+			  o->type == OT_PULL ? "pull" : "issues", o->number,
+			  o->type == OT_PULL ? "Change" : "Issue", o->number, o->quantity,
+			  gh_status[o->status], o->type == OT_PULL ? "null" : reason, o->quantity);
+	if (o->currency)
+		sb_puts(out, ",\"labels\":[{\"id\":208045946,\"node_id\":\"MDU6TGFiZWwyMDgwNDU5NDY=\","
+				"\"name\":\"bug\",\"color\":\"f29513\",\"default\":true,\"description\":null}]");
+	else
+		sb_puts(out, ",\"labels\":[]");
+	render_gh_user(out, "user");
+	render_gh_times(out, o);
+	if (o->type == OT_PULL)
+	{
+		char		mt[40];
+
+		iso_time(o->updated_at, 1, mt, sizeof(mt));
+		sb_printf(out, ",\"pull_request\":{\"url\":\"https://api.github.com/repos/%s/pulls/%ld\","
+				  "\"html_url\":\"https://github.com/%s/pull/%ld\","
+				  "\"diff_url\":\"https://github.com/%s/pull/%ld.diff\","
+				  "\"patch_url\":\"https://github.com/%s/pull/%ld.patch\",\"merged_at\":",
+				  m->repo, o->number, m->repo, o->number, m->repo, o->number, m->repo, o->number);
+		if (o->captured)
+			sb_printf(out, "\"%s\"}", mt);
+		else
+			sb_puts(out, "null}");
+	}
+	sb_putc(out, '}');
+}
+
+/* A pull request as GET /repos/{owner}/{repo}/pulls/{n} shows it. */
+static void
+render_gh_pull(const sim_model *m, sbuf *out, const sim_object *o)
+{
+	char		mt[40];
+
+	iso_time(o->updated_at, 1, mt, sizeof(mt));
+	sb_printf(out, "{\"id\":%s,\"node_id\":\"PR_kwDO%s\",\"number\":%ld,"
+			  "\"url\":\"https://api.github.com/repos/%s/pulls/%ld\","
+			  "\"html_url\":\"https://github.com/%s/pull/%ld\","
+			  "\"issue_url\":\"https://api.github.com/repos/%s/issues/%ld\","
+			  "\"state\":\"%s\",\"locked\":false,\"title\":\"Change %ld (rev %d)\",\"body\":null,"
+			  "\"draft\":false,\"merged\":%s,\"merge_commit_sha\":null,"
+			  "\"head\":{\"label\":\"octocat:change-%ld\",\"ref\":\"change-%ld\",\"sha\":\"%040ld\"},"
+			  "\"base\":{\"label\":\"%s:main\",\"ref\":\"main\",\"sha\":\"%040d\"},"
+			  "\"author_association\":\"MEMBER\",\"labels\":[],\"assignee\":null,\"assignees\":[],"
+			  "\"requested_reviewers\":[],\"milestone\":null,\"auto_merge\":null,\"mergeable\":null,"
+			  "\"mergeable_state\":\"unknown\",\"maintainer_can_modify\":false,\"merged_by\":null,"
+			  "\"comments\":0,\"review_comments\":0,\"commits\":1,\"additions\":%d,\"deletions\":0,"
+			  "\"changed_files\":1",
+			  o->id, o->id, o->number, m->repo, o->number, m->repo, o->number, m->repo, o->number,
+			  gh_status[o->status], o->number, o->quantity, o->captured ? "true" : "false",
+			  o->number, o->number, (long) o->number * 7919 + o->quantity, m->repo, 0, 1 + o->quantity);
+	sb_printf(out, ",\"diff_url\":\"https://github.com/%s/pull/%ld.diff\","
+			  "\"patch_url\":\"https://github.com/%s/pull/%ld.patch\","
+			  "\"commits_url\":\"https://api.github.com/repos/%s/pulls/%ld/commits\","
+			  "\"review_comments_url\":\"https://api.github.com/repos/%s/pulls/%ld/comments\","
+			  "\"review_comment_url\":\"https://api.github.com/repos/%s/pulls/comments{/number}\","
+			  "\"comments_url\":\"https://api.github.com/repos/%s/issues/%ld/comments\","
+			  "\"statuses_url\":\"https://api.github.com/repos/%s/statuses/%040ld\","
+			  "\"_links\":{\"self\":{\"href\":\"https://api.github.com/repos/%s/pulls/%ld\"},"
+			  "\"html\":{\"href\":\"https://github.com/%s/pull/%ld\"}}",
+			  m->repo, o->number, m->repo, o->number, m->repo, o->number, m->repo, o->number,
+			  m->repo, m->repo, o->number, m->repo, (long) o->number * 7919 + o->quantity,
+			  m->repo, o->number, m->repo, o->number);
+	render_gh_user(out, "user");
+	render_gh_times(out, o);
+	if (o->captured)
+		sb_printf(out, ",\"merged_at\":\"%s\"}", mt);
+	else
+		sb_puts(out, ",\"merged_at\":null}");
+}
+
 /*
  * The object as Stripe's (or Shopify's) API shows it: the fields the
  * official SDK types declare for what this simulator models.
@@ -555,6 +699,12 @@ render_object(const sim_model *m, sbuf *out, const sim_object *o)
 					  o->status == CH_FAILED ? "\"card_declined\"" : "null");
 			render_metadata(out, o);
 			break;
+		case OT_ISSUE:
+			render_gh_issue(m, out, o);
+			return;
+		case OT_PULL:
+			render_gh_pull(m, out, o);
+			return;
 		case OT_ORDER:
 			iso_time(o->created, 0, iso1, sizeof(iso1));
 			iso_time(o->updated_at, 0, iso2, sizeof(iso2));
@@ -672,6 +822,37 @@ emit_event(sim_model *m, long k, const char *type)
 		else
 			render_object(m, &b, o);
 	}
+	else if (src->kind == SK_GITHUB)
+	{
+		/* type is the action; the event name comes from the object type */
+		const char *event = o->type == OT_PULL ? "pull_request" : "issues";
+		char		uuid[40],
+					hook[24];
+
+		rng_uuid(&m->rng, uuid);
+		snprintf(ev->event_id, sizeof(ev->event_id), "%s", uuid);
+		snprintf(ev->type, sizeof(ev->type), "%s.%s", event, type);
+		hdr_add(&ev->headers, "X-GitHub-Event", event);
+		hdr_add(&ev->headers, "X-GitHub-Delivery", uuid);
+		snprintf(hook, sizeof(hook), "%d", 412345678);
+		hdr_add(&ev->headers, "X-GitHub-Hook-ID", hook);
+		hdr_add(&ev->headers, "X-GitHub-Hook-Installation-Target-Type", "repository");
+		sb_printf(&b, "{\"action\":\"%s\",", type);
+		if (o->type == OT_PULL)
+		{
+			sb_printf(&b, "\"number\":%ld,\"pull_request\":", o->number);
+			render_gh_pull(m, &b, o);
+		}
+		else
+		{
+			sb_puts(&b, "\"issue\":");
+			render_gh_issue(m, &b, o);
+		}
+		sb_printf(&b, ",\"repository\":{\"id\":1296269,\"node_id\":\"MDEwOlJlcG9zaXRvcnkxMjk2MjY5\","
+				  "\"name\":\"%s\",\"full_name\":\"%s\",\"private\":false}",
+				  strchr(m->repo, '/') ? strchr(m->repo, '/') + 1 : m->repo, m->repo);
+		sb_puts(&b, ",\"sender\":{\"login\":\"octocat\",\"id\":583231,\"type\":\"User\"}}");
+	}
 	else if (src->kind == SK_STANDARD)
 	{
 		rng_token(&m->rng, tok, 27);
@@ -751,6 +932,8 @@ changeable(const sim_model *m, const sim_object *o)
 			return o->status != DP_WARN_CLOSED && o->status != DP_WON && o->status != DP_LOST;
 		case OT_CHARGE:
 			return o->status == CH_PENDING || (o->status == CH_SUCCEEDED && !o->captured);
+		case OT_PULL:
+			return !o->captured;	/* a merged pull request is final */
 		default:
 			return 1;
 	}
@@ -787,6 +970,13 @@ create_root(sim_model *m, long k)
 			break;
 		case OT_CUSTOMER:
 			emit_event(m, k, "customer.created");
+			break;
+		case OT_ISSUE:
+		case OT_PULL:
+			o->number = ++m->gh_number;
+			o->status = GH_OPEN;
+			o->currency = 0;	/* labeled? */
+			emit_event(m, k, "opened");
 			break;
 		case OT_CHECKOUT:
 			/* created by the merchant's API call: Stripe sends no event */
@@ -1168,6 +1358,46 @@ step_checkout(sim_model *m, long k)
 			   "checkout.session.expired");
 }
 
+/*
+ * An issue or pull request: edited, labeled, closed (a pull request merged
+ * or not) or reopened; a merged pull request is final.
+ */
+static void
+step_github(sim_model *m, long k)
+{
+	sim_object *o = &m->objs[k];
+	double		r = rng_double(&m->rng);
+
+	/* GitHub's updated_at has one-second resolution and moves on every change */
+	o->updated_at = m->clock > o->updated_at ? m->clock : o->updated_at + 1;
+	if (o->status == GH_OPEN)
+	{
+		if (r < 0.3)
+		{
+			o->quantity++;
+			emit_event(m, k, "edited");
+		}
+		else if (r < 0.45 && !o->currency)
+		{
+			o->currency = 1;
+			emit_event(m, k, "labeled");
+		}
+		else
+		{
+			o->status = GH_CLOSED;
+			o->captured = o->type == OT_PULL && rng_double(&m->rng) < 0.7;
+			o->quantity += o->type == OT_ISSUE;
+			emit_event(m, k, "closed");
+		}
+	}
+	else
+	{
+		o->status = GH_OPEN;
+		o->attempts++;
+		emit_event(m, k, "reopened");
+	}
+}
+
 static void
 step_order(sim_model *m, long k)
 {
@@ -1278,6 +1508,10 @@ apply_change(sim_model *m)
 			break;
 		case OT_CHARGE:
 			step_charge(m, pick);
+			break;
+		case OT_ISSUE:
+		case OT_PULL:
+			step_github(m, pick);
 			break;
 		default:
 			step_order(m, pick);

@@ -33,6 +33,8 @@ typedef enum obj_type
 	OT_INVOICE,
 	OT_CUSTOMER,
 	OT_CHECKOUT,
+	OT_ISSUE,
+	OT_PULL,
 	OT_ORDER,
 	OT_REFUND,
 	OT_DISPUTE,
@@ -67,7 +69,8 @@ typedef struct sim_object
 	long		parent;			/* child types: index of the PaymentIntent */
 	long		charge;			/* PaymentIntents: latest charge, or -1 */
 	long		pos;			/* position in the type's creation order */
-	long		number;			/* order number (#1001 …) */
+	long		number;			/* order number (#1001 …), issue/pull number */
+	int64_t		alt_id;			/* pull requests: the id of their issue */
 	char		customer[40];
 	char		metadata[SIM_META_LEN];	/* rendered JSON object members, or "" */
 } sim_object;
@@ -108,6 +111,8 @@ typedef struct sim_model
 	sim_source *sources;
 	int			nsources;
 	int			src_for[OT__COUNT];	/* source index per type, -1 if none */
+	char		repo[128];		/* GitHub owner/name */
+	long		gh_number;		/* last issue/pull number of the repository */
 
 	sim_rng		rng;			/* scenario */
 	sim_rng		effect_rng;		/* ids of effect-created refunds */
@@ -144,12 +149,13 @@ typedef struct sim_model
  * Build the object population for nobjects root objects.  Types are drawn
  * among the enabled ones (types_mask, a bit per obj_type) that have a source:
  * Stripe types need --stripe (subscriptions also --standard), orders
- * --shopify.  Child types (refund, dispute, charge) are created only when
+ * --shopify, issues and pull requests --github (in repository repo).  Child types (refund, dispute, charge) are created only when
  * enabled.  Nothing exists until the generator creates it.
  */
 extern void model_init(sim_model *m, uint64_t seed, long nobjects,
 					   long nevents, double thin_share, int64_t epoch,
-					   unsigned types_mask, sim_source *sources, int nsources);
+					   unsigned types_mask, const char *repo,
+					   sim_source *sources, int nsources);
 extern void model_free(sim_model *m);
 
 /* Bit mask of the types named in a comma-separated list; 0 on a bad name. */
@@ -183,6 +189,8 @@ extern long model_find_object(const sim_model *m, obj_type t, const char *id);
 
 /* API JSON of an object (a deleted customer as Stripe shows it). */
 extern void render_object(const sim_model *m, sbuf *out, const sim_object *o);
+/* A GitHub issue or pull request as the issues API shows it. */
+extern void render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o);
 
 /*
  * Create a refund (an API effect) of amount on PaymentIntent pi, with the

@@ -46,6 +46,7 @@ replay_help(void)
 {
 	puts("Usage: webhook-sim replay --file FILE --mode shuffled|doubled|holed --to URL\n"
 		 "                          [--stripe NAME:SECRET] [--shopify NAME:SECRET] [--standard NAME:SECRET]\n"
+		 "                          [--github NAME:SECRET]\n"
 		 "                          [--hole-share P] [--seed N] [--concurrency N] [--timeout SECS]\n"
 		 "\n"
 		 "Re-signs every recorded event with the secret of the source of its kind (names\n"
@@ -194,6 +195,7 @@ cmd_replay(int argc, char **argv)
 		{"stripe", required_argument, NULL, 1},
 		{"shopify", required_argument, NULL, 2},
 		{"standard", required_argument, NULL, 3},
+		{"github", required_argument, NULL, 26},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -204,7 +206,7 @@ cmd_replay(int argc, char **argv)
 	int64_t		seed = 1,
 				concurrency = 4,
 				timeout = 10;
-	sim_source	sources[3];
+	sim_source	sources[SK__COUNT];
 	int			nsources = 0,
 				ch,
 				li,
@@ -262,8 +264,10 @@ cmd_replay(int argc, char **argv)
 			case 1:
 			case 2:
 			case 3:
+			case 26:
 				{
-					sign_kind	kd = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY : SK_STANDARD;
+					sign_kind	kd = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY :
+					ch == 3 ? SK_STANDARD : SK_GITHUB;
 
 					for (i = 0; i < nsources; i++)
 						if (sources[i].kind == kd)
@@ -302,7 +306,7 @@ cmd_replay(int argc, char **argv)
 	}
 	if (nsources == 0)
 	{
-		rc = usage_error(CMD, "at least one of --stripe, --shopify or --standard is required");
+		rc = usage_error(CMD, "at least one of --stripe, --shopify, --standard or --github is required");
 		goto err;
 	}
 

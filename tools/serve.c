@@ -43,6 +43,7 @@ typedef struct serve_opts
 	double		rate;
 	double		thin_share;
 	unsigned	types;
+	const char *repo;			/* GitHub owner/name */
 	int64_t		epoch;			/* INT64_MIN: now */
 	dlv_policy	policy;
 	api_options api;
@@ -56,7 +57,7 @@ typedef struct serve_opts
 typedef struct serve_ctx
 {
 	serve_opts *opt;
-	sim_source	sources[3];
+	sim_source	sources[SK__COUNT];
 	int			nsources;
 	sim_model	model;
 	struct event_base *base;
@@ -86,9 +87,11 @@ serve_help(void)
 		 "  --events N               events to generate (default 1000)\n"
 		 "  --stripe NAME:SECRET     Stripe-kind source: the Stripe types of --types\n"
 		 "  --shopify NAME:SECRET    Shopify-kind source: orders\n"
+		 "  --github NAME:SECRET     GitHub-kind source: issues and pull requests\n"
+		 "  --github-repo OWNER/NAME the repository of the GitHub API (default acme/widgets)\n"
 		 "  --types LIST             object types to generate (default\n"
-		 "                           subscription,payment_intent,refund,dispute,order); also\n"
-		 "                           invoice, customer, checkout.session, charge\n"
+		 "                           subscription,payment_intent,refund,dispute,order,issue,\n"
+		 "                           pull_request); also invoice, customer, checkout.session, charge\n"
 		 "  --epoch now|SECONDS      start of the scenario's clock (default now)\n"
 		 "  --standard NAME:SECRET   Standard Webhooks source: takes the subscription events\n"
 		 "  --thin-share P           share of Stripe subscription events sent as thin events (default 0)\n"
@@ -287,6 +290,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"stripe", required_argument, NULL, 1},
 		{"shopify", required_argument, NULL, 2},
 		{"standard", required_argument, NULL, 3},
+		{"github", required_argument, NULL, 26},
 		{"deliver-to", required_argument, NULL, 4},
 		{"record", required_argument, NULL, 5},
 		{"duplicate", required_argument, NULL, 6},
@@ -304,6 +308,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"types", required_argument, NULL, 23},
 		{"epoch", required_argument, NULL, 24},
 		{"idempotency-ttl", required_argument, NULL, 25},
+		{"github-repo", required_argument, NULL, 27},
 		{"fault-429", required_argument, NULL, 18},
 		{"retry-after", required_argument, NULL, 19},
 		{"fault-5xx", required_argument, NULL, 20},
@@ -361,8 +366,10 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 			case 1:
 			case 2:
 			case 3:
+			case 26:
 				{
-					sign_kind	k = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY : SK_STANDARD;
+					sign_kind	k = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY :
+					ch == 3 ? SK_STANDARD : SK_GITHUB;
 					int			i;
 
 					for (i = 0; i < c->nsources; i++)
@@ -449,6 +456,15 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				bad = parse_int64(optarg, 1, 86400 * 30, &v) != 0;
 				o->api.idempotency_ttl = (int) v;
 				break;
+			case 27:
+				{
+					const char *sl = strchr(optarg, '/');
+
+					o->repo = optarg;
+					bad = sl == NULL || sl == optarg || sl[1] == '\0' || strchr(sl + 1, '/') != NULL ||
+						strlen(optarg) >= 100;
+					break;
+				}
 			case 18:
 				bad = parse_share(optarg, &o->fault_429) != 0;
 				break;
@@ -508,7 +524,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 	if (!have_listen)
 		return usage_error(CMD, "--listen HOST:PORT is required");
 	if (c->nsources == 0)
-		return usage_error(CMD, "at least one of --stripe, --shopify or --standard is required");
+		return usage_error(CMD, "at least one of --stripe, --shopify, --standard or --github is required");
 	if (o->policy.retry_max_ms < o->policy.retry_base_ms)
 		o->policy.retry_max_ms = o->policy.retry_base_ms;
 	o->api.seed = o->seed;
@@ -559,7 +575,7 @@ cmd_serve(int argc, char **argv)
 	}
 	rc = 1;
 	model_init(&c.model, opt.seed, opt.objects, opt.events, opt.thin_share,
-			   opt.epoch == INT64_MIN ? now_epoch() : opt.epoch, opt.types,
+			   opt.epoch == INT64_MIN ? now_epoch() : opt.epoch, opt.types, opt.repo,
 			   c.sources, c.nsources);
 	/* live: the clock follows real time, so Stripe's created filters work */
 	c.model.follow_wall = opt.deliver_to != NULL && opt.epoch == INT64_MIN;

@@ -7,6 +7,7 @@
  * Shopify:  X-Shopify-Hmac-Sha256: base64 HMAC-SHA256(secret, body).
  * Standard: webhook-timestamp: <now>, webhook-signature: v1,<base64
  *           HMAC-SHA256(base64decode(secret minus "whsec_"), "id.ts.body")>.
+ * GitHub:   X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +36,14 @@ static int	sign_shopify(const sim_source *src, const char *body, size_t len,
 static int	sign_standard(const sim_source *src, const char *body, size_t len,
 						  int64_t now, hdr_list *out);
 
+static int	sign_github(const sim_source *src, const char *body, size_t len,
+						int64_t now, hdr_list *out);
+
 static const sign_scheme schemes[SK__COUNT] = {
 	[SK_STRIPE] = {"stripe", sign_stripe},
 	[SK_SHOPIFY] = {"shopify", sign_shopify},
 	[SK_STANDARD] = {"standard", sign_standard},
+	[SK_GITHUB] = {"github", sign_github},
 };
 
 const char *
@@ -265,6 +270,22 @@ sign_standard(const sim_source *src, const char *body, size_t len,
 	snprintf(value, sizeof(value), "v1,%s", b64);
 	hdr_add(out, "webhook-timestamp", ts);
 	hdr_add(out, "webhook-signature", value);
+	return 0;
+}
+
+static int
+sign_github(const sim_source *src, const char *body, size_t len,
+			int64_t now, hdr_list *out)
+{
+	unsigned char mac[32];
+	char		hex[65],
+				value[80];
+
+	(void) now;
+	hmac_sha256(src, "", body, len, mac);
+	hex_encode(mac, 32, hex);
+	snprintf(value, sizeof(value), "sha256=%s", hex);
+	hdr_add(out, "X-Hub-Signature-256", value);
 	return 0;
 }
 

@@ -19,6 +19,7 @@ typedef enum sign_kind
 	SK_STRIPE,
 	SK_SHOPIFY,
 	SK_STANDARD,
+	SK_GITHUB,
 	SK__COUNT
 } sign_kind;
 
@@ -43,7 +44,7 @@ typedef struct sim_source
 	size_t		keylen;
 } sim_source;
 
-/* "stripe", "shopify" or "standard". */
+/* "stripe", "shopify", "standard" or "github". */
 extern const char *sign_kind_name(sign_kind k);
 
 /*
