@@ -68,6 +68,7 @@ typedef struct serve_ctx
 	sim_rng		chaos;
 	long		generated;
 	long		dropped;
+	id_map		dropped_by;		/* event type -> dropped deliveries */
 	long		duplicated;
 	int			gen_done;
 	int			reported;
@@ -146,11 +147,24 @@ render_status(void *arg, sbuf *out)
 	const dlv_stats *s = c->dlv ? dlv_get_stats(c->dlv) : NULL;
 	int			done = c->gen_done && (c->dlv == NULL || dlv_idle(c->dlv));
 
+	size_t		i;
+	int			first = 1;
+
 	sb_printf(out, "{\"generated\":%ld,\"delivered\":%ld,\"acked\":%ld,\"dropped\":%ld,"
-			  "\"duplicated\":%ld,\"attempts\":%ld,\"failed\":%ld,\"done\":%s}",
+			  "\"duplicated\":%ld,\"attempts\":%ld,\"failed\":%ld,\"dropped_types\":{",
 			  c->generated, s ? s->first_sent : 0, s ? s->acked : 0, c->dropped,
-			  c->duplicated, s ? s->attempts : 0, s ? s->failed : 0,
-			  done ? "true" : "false");
+			  c->duplicated, s ? s->attempts : 0, s ? s->failed : 0);
+	for (i = 0; i < c->dropped_by.cap; i++)
+	{
+		if (c->dropped_by.keys[i] == NULL)
+			continue;
+		if (!first)
+			sb_putc(out, ',');
+		first = 0;
+		sb_json_str(out, c->dropped_by.keys[i]);
+		sb_printf(out, ":%ld", c->dropped_by.vals[i]);
+	}
+	sb_printf(out, "},\"done\":%s}", done ? "true" : "false");
 }
 
 /* Print the status line once, when generation and delivery are finished. */
@@ -192,7 +206,12 @@ emit(serve_ctx *c, sim_event *ev)
 					delay2 = (int) rng_below(&c->chaos, (uint64_t) c->opt->reorder_ms + 1);
 
 		if (d < c->opt->drop)
+		{
+			long		n = idmap_get(&c->dropped_by, ev->type);
+
 			c->dropped++;
+			idmap_put(&c->dropped_by, ev->type, n < 0 ? 1 : n + 1);
+		}
 		else
 		{
 			dlv_submit(c->dlv, src, ev->seq, &ev->headers, ev->body, ev->body_len, delay1);
@@ -663,6 +682,7 @@ err:
 	if (c.base)
 		event_base_free(c.base);
 	model_free(&c.model);
+	idmap_free(&c.dropped_by);
 	for (i = 0; i < c.nsources; i++)
 		source_free(&c.sources[i]);
 	return rc;

@@ -52,15 +52,20 @@ for my $seed (@seeds)
 	ok($n{subscription} >= 40 && $n{invoice} >= 40 && $n{payment_intent} >= 40 && $n{refund},
 		"seed $seed: " . join(', ', map { "$_=$n{$_}" } sort keys %n));
 
-	# both reconciliation layers, then once more for what the repairs enqueued
-	for my $round (1 .. 2)
+	# both reconciliation layers: the events API, then the full listing
+	my %repaired;
+	for my $layer (qw(incremental full))
 	{
-		for my $run (sweep_all($node, $src, @types))
+		for my $t (@types)
 		{
-			is($run->[1], 'complete', "seed $seed: sweep $round of $run->[0] completed (listed $run->[2], repaired $run->[3])");
+			my ($st, $listed, $rep) = split ' ', $node->safe_psql('postgres',
+				"SELECT status || ' ' || listed || ' ' || repaired FROM webhook_inbox.sweep_now('$src', '$t', '$layer')");
+			is($st, 'complete', "seed $seed: $layer sweep of $t completed (listed $listed, repaired $rep)");
+			$repaired{$layer} += $rep;
 		}
-		wait_drained($node, "seed $seed: sweep $round");
+		wait_drained($node, "seed $seed: $layer sweep");
 	}
+	cmp_ok($repaired{incremental}, '>', 0, "seed $seed: the events API repaired what was dropped ($repaired{incremental})");
 	verify_source($node, $src, $sim, "seed $seed");
 	my @refunds = grep { $_->{kind} eq 'refund' } @{ $truth->{occurrences} };
 	is($node->safe_psql('postgres', qq{
