@@ -5,9 +5,14 @@
 #   - a private PostgreSQL cluster under .run/ with the extension and its
 #     background worker;
 #   - webhook-receiver on 127.0.0.1:$WI_PORT (default 8080);
-#   - webhook-sim as the provider, delivering a chaotic stream (duplicates,
-#     reordering, drops) through the receiver.
-# It shows progress, sweeps at the end of the stream, checks the mirror
+#   - webhook-sim as the provider, a real-shaped Stripe account (subscriptions
+#     with their eight statuses, invoices, PaymentIntents with their cycles,
+#     refunds and disputes, all as stripe-node types them) and a Shopify shop,
+#     delivering a chaotic stream (duplicates, reordering, drops) through the
+#     receiver.
+# It shows progress, shows what was dropped (PaymentIntents, canceled
+# subscriptions, refunds among them), sweeps both layers (Stripe's events
+# API, then the full listing) and shows what they repaired, checks the mirror
 # against the provider's truth with `webhook-sim verify`, and keeps the
 # receiver serving until Ctrl-C, which stops everything.  Running it again
 # reuses the cluster.
@@ -35,6 +40,7 @@ DROP="${WI_DROP:-0.05}"
 REORDER_MS="${WI_REORDER_MS:-300}"
 RATE="${WI_RATE:-400}"
 STRIPE_SECRET="whsec_demo_stripe_secret"
+STRIPE_TYPES="subscription,invoice,payment_intent,refund,dispute"
 SHOP_SECRET="shpss_demo_shop_secret"
 
 scripts/deps.sh
@@ -143,6 +149,7 @@ curl -fsS "http://127.0.0.1:$ADMIN_PORT/readyz" >/dev/null || { echo "receiver d
 
 tools/webhook-sim serve --listen "127.0.0.1:$SIM_PORT" --seed "$SEED" --objects "$OBJECTS" \
 	--events "$EVENTS" --stripe "demo-stripe:$STRIPE_SECRET" --shopify "demo-shop:$SHOP_SECRET" \
+	--types "$STRIPE_TYPES,order" \
 	--api-token sk_demo --deliver-to "http://127.0.0.1:$PORT" --duplicate "$DUPLICATE" \
 	--drop "$DROP" --reorder-ms "$REORDER_MS" --rate "$RATE" --retry-base-ms 200 \
 	> "$RUN/sim.log" 2>&1 &
@@ -200,11 +207,22 @@ while :; do
 done
 [ "$TTY" = 1 ] && echo
 
-echo "stream delivered; sweeping for what never arrived..."
-"${PSQL[@]}" -At -c "SELECT object_type || ': listed ' || listed || ', repaired ' || repaired
-	FROM (VALUES ('demo-stripe', 'subscription'), ('demo-stripe', 'payment'), ('demo-stripe', 'refund'),
-				 ('demo-stripe', 'dispute'), ('demo-shop', 'order')) v(s, t),
-		 LATERAL webhook_inbox.sweep_now(v.s, v.t)"
+# what the network lost on the way, by the kind of change
+st="$(curl -fsS "$SIM/_sim/status")"
+dropped_of() { echo "$st" | grep -o "\"$1[^\"]*\":[0-9]*" | awk -F: '{ n += $NF } END { print n + 0 }'; }
+echo "stream delivered; dropped on the way (never sent; only a sweep can repair them):"
+echo "  PaymentIntent events $(dropped_of payment_intent.), canceled subscriptions $(dropped_of customer.subscription.deleted)," \
+	"other subscription events $(( $(dropped_of customer.subscription.) - $(dropped_of customer.subscription.deleted) )),"
+echo "  refund events $(dropped_of refund.), invoice events $(dropped_of invoice.), dispute events $(dropped_of charge.dispute.)," \
+	"order events $(dropped_of orders/)"
+echo "sweeping: Stripe's events API (incremental), then every object (full)..."
+"${PSQL[@]}" -At -F' ' -c "SELECT v.s || ' ' || v.t || ' ' || l.layer || ': listed ' || r.listed || ', repaired ' || r.repaired
+	FROM (VALUES ('demo-stripe', 'subscription', 1), ('demo-stripe', 'invoice', 2), ('demo-stripe', 'payment_intent', 3),
+				 ('demo-stripe', 'refund', 4), ('demo-stripe', 'dispute', 5), ('demo-shop', 'order', 6)) v(s, t, n),
+		 (VALUES ('incremental', 1), ('full', 2)) l(layer, k),
+		 LATERAL webhook_inbox.sweep_now(v.s, v.t, l.layer) r
+	WHERE NOT (v.s = 'demo-shop' AND l.layer = 'incremental')
+	ORDER BY l.k, v.n" | sed 's/^/  /'
 # repairs may enqueue work of their own: let the worker finish it
 for _ in $(seq 1 200); do
 	w="$("${PSQL[@]}" -At -c "SELECT count(*) FROM webhook_inbox.inbox WHERE status IN ('pending', 'processing', 'retry')")"
@@ -213,6 +231,11 @@ for _ in $(seq 1 200); do
 done
 progress
 echo "$LINE"
+echo "repaired by the sweeps, per object type (status before -> after):"
+"${PSQL[@]}" -At -F' ' -c "SELECT '  ' || r.object_type || ': ' || count(*) || ' (' ||
+		string_agg(DISTINCT coalesce(r.before->>'status', 'missing') || ' -> ' || coalesce(r.after->>'status', '?'), ', ') || ')'
+	FROM webhook_inbox.repairs r JOIN webhook_inbox.sources s ON s.id = r.source_id
+	WHERE s.name IN ('demo-stripe', 'demo-shop') GROUP BY r.object_type ORDER BY 1"
 
 ok=1
 for s in demo-stripe demo-shop; do
