@@ -9,7 +9,9 @@
 # and the full listing), and webhook-sim verify must report zero
 # differences between the mirror and the provider's truth, with every
 # refund recorded exactly once in occurrences, within a time per seed that
-# keeps the suite fast.
+# keeps the suite fast.  Every request the worker sent (fetches, lists, the
+# events API) is in the simulator's --request-log, and each must be one the
+# official stripe-node declares (regress/contract/check_urls.mjs).
 use strict;
 use warnings;
 
@@ -18,11 +20,13 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes ();
 use WorkerTest;
+use SimTest qw(contract_dir run_node);
 
 my @seeds = (101, 202, 303);
 my @types = qw(subscription invoice payment_intent refund);
 my $node = worker_node('converge', "webhook_inbox.fetch_concurrency = 8\n");
 my $rcv = start_receiver($node);
+my $logdir = PostgreSQL::Test::Utils::tempdir;
 
 for my $seed (@seeds)
 {
@@ -34,7 +38,8 @@ for my $seed (@seeds)
 	my $sim = start_sim('--seed', $seed, '--objects', 150, '--events', 700,
 		'--types', join(',', @types), '--stripe', "$src:$secret",
 		'--deliver-to', $rcv->{url}, '--drop', '0.15', '--duplicate', '0.1',
-		'--reorder-ms', '150', '--concurrency', 8, '--retry-base-ms', 100);
+		'--reorder-ms', '150', '--concurrency', 8, '--retry-base-ms', 100,
+		'--request-log', "$logdir/requests-$seed.log");
 	$node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
 	my $done = SimTest::poll_until(sub {
 		my (undef, $s) = http_json('GET', "$sim->{url}/_sim/status");
@@ -76,5 +81,23 @@ for my $seed (@seeds)
 	cmp_ok($secs, '<', 90, sprintf('seed %d: converged in %.1f s', $seed, $secs));
 	stop_proc($sim);
 }
+
+# every URL the adapters built, checked against the SDK
+my $dir = contract_dir();
+my $all = "$logdir/requests.log";
+system("cat $logdir/requests-*.log > $all") == 0 or die "cat: $!";
+my $n = () = SimTest::slurp($all) =~ /\n/g;
+my ($rc, $urls, $err) = run_node("$dir/check_urls.mjs", $all);
+is($rc, 0, "the URL check ran over the worker's $n requests") or diag($err);
+ok($_->{ok}, "worker request $_->{request} ($_->{route})") or diag(join('; ', @{ $_->{problems} })) for @$urls;
+my %kinds;
+for my $u (@$urls)
+{
+	$kinds{events}++ if $u->{request} =~ m{^GET /v1/events\?};
+	$kinds{list}++ if $u->{request} =~ m{^GET /v1/(?!events)[a-z_]+\?};
+	$kinds{object}++ if $u->{request} =~ m{^GET /v1/[a-z_]+/[a-z]+_};
+}
+ok($kinds{events} && $kinds{list} && $kinds{object},
+	'the worker used the events API, the lists and single objects: ' . join(', ', map { "$_=$kinds{$_}" } sort keys %kinds));
 
 done_testing();
