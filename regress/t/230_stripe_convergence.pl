@@ -54,7 +54,7 @@ for my $seed (@seeds)
 	my $truth = sim_truth($sim);
 	my %n;
 	$n{ $_->{type} }++ for @{ $truth->{objects} };
-	ok($n{subscription} >= 40 && $n{invoice} >= 40 && $n{payment_intent} >= 40 && $n{refund},
+	ok($n{subscription} >= 30 && $n{invoice} >= 30 && $n{payment_intent} >= 30 && $n{refund},
 		"seed $seed: " . join(', ', map { "$_=$n{$_}" } sort keys %n));
 
 	# both reconciliation layers: the events API, then the full listing
@@ -63,9 +63,20 @@ for my $seed (@seeds)
 	{
 		for my $t (@types)
 		{
-			my ($st, $listed, $rep) = split ' ', $node->safe_psql('postgres',
-				"SELECT status || ' ' || listed || ' ' || repaired FROM webhook_inbox.sweep_now('$src', '$t', '$layer')");
-			is($st, 'complete', "seed $seed: $layer sweep of $t completed (listed $listed, repaired $rep)");
+			my ($st, $listed, $rep, $why) = split /\|/, $node->safe_psql('postgres',
+				"SELECT status, listed, repaired, coalesce(incomplete_reason, error, '') "
+				  . "FROM webhook_inbox.sweep_now('$src', '$t', '$layer')");
+			# the first pass of the events layer has no checkpoint: it compares Stripe's
+			# 30 days of events and says that the full pass compares the rest
+			if ($layer eq 'incremental')
+			{
+				ok($st eq 'complete' || ($st eq 'incomplete' && $why =~ /^no checkpoint yet/),
+					"seed $seed: $layer sweep of $t ($st, listed $listed, repaired $rep)") or diag($why);
+			}
+			else
+			{
+				is($st, 'complete', "seed $seed: $layer sweep of $t (listed $listed, repaired $rep)") or diag($why);
+			}
 			$repaired{$layer} += $rep;
 		}
 		wait_drained($node, "seed $seed: $layer sweep");
