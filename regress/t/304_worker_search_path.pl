@@ -70,7 +70,9 @@ $node->restart;
 add_source($node, 'acct', 'stripe', 'whsec_sp', $sim->{url});
 my $truth = sim_truth($sim);
 my @subs = map { $_->{id} } grep { $_->{type} eq 'subscription' && !$_->{deleted} } @{ $truth->{objects} };
-my @payments = map { $_->{id} } grep { $_->{type} eq 'payment_intent' && !$_->{deleted} } @{ $truth->{objects} };
+# a succeeded PaymentIntent with nothing refunded yet: Stripe refunds only those
+my @payments = grep { !@{ (http_json('GET', "$sim->{url}/v1/refunds?payment_intent=$_"))[1]{data} } }
+  map { $_->{id} } grep { $_->{type} eq 'payment_intent' && $_->{status} eq 'succeeded' } @{ $truth->{objects} };
 ok(@subs >= 3 && @payments >= 1, 'subscriptions and a payment in the scenario');
 
 # fetch-strategy events through intake(), from a session with the hostile

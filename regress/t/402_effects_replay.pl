@@ -66,7 +66,7 @@ for my $m (sort { $mode{$a} <=> $mode{$b} } keys %mode)
 	wait_drained($node, $m);
 	if ($m eq 'holed')
 	{
-		sweep_all($node, 'acct', qw(subscription payment refund dispute));
+		sweep_all($node, 'acct', qw(subscription payment_intent refund dispute));
 		sweep_all($node, 'shop', 'order');
 		wait_drained($node, 'after the sweep');
 	}
