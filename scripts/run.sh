@@ -231,9 +231,10 @@ for _ in $(seq 1 200); do
 done
 progress
 echo "$LINE"
-echo "repaired by the sweeps, per object type (status before -> after):"
+echo "repaired (by the sweeps and by fetches of later events), per object type:"
 "${PSQL[@]}" -At -F' ' -c "SELECT '  ' || r.object_type || ': ' || count(*) || ' (' ||
-		string_agg(DISTINCT coalesce(r.before->>'status', 'missing') || ' -> ' || coalesce(r.after->>'status', '?'), ', ') || ')'
+		count(*) FILTER (WHERE r.before IS NULL OR r.before->>'status' IS NULL) || ' missing from the mirror, ' ||
+		count(*) FILTER (WHERE r.before->>'status' IS NOT NULL) || ' with another status)'
 	FROM webhook_inbox.repairs r JOIN webhook_inbox.sources s ON s.id = r.source_id
 	WHERE s.name IN ('demo-stripe', 'demo-shop') GROUP BY r.object_type ORDER BY 1"
 
