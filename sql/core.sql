@@ -661,7 +661,8 @@ COMMENT ON FUNCTION @extschema@._classify_batch(integer[], text[], text[], jsonb
 CREATE FUNCTION @extschema@._routes_bump() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-	IF ROW(NEW.*) IS DISTINCT FROM ROW(OLD.*) THEN
+	/* as jsonb: jsonpath columns have no equality operator for a row comparison */
+	IF to_jsonb(NEW) IS DISTINCT FROM to_jsonb(OLD) THEN
 		NEW.version := OLD.version + 1;
 	END IF;
 	RETURN NEW;

@@ -281,6 +281,18 @@ INSERT INTO @extschema@.machines (machine, from_state, to_state, preset) VALUES
 	('razorpay_order', 'created', 'paid', true)
 ON CONFLICT (machine, from_state, to_state) DO NOTHING;
 
+-- jsonpath has no equality operator, so the route version trigger of 0.1.0
+-- (ROW(NEW.*) IS DISTINCT FROM ROW(OLD.*)) fails on any UPDATE of a route:
+-- it compares the rows as jsonb, before the preset routes below are updated
+CREATE OR REPLACE FUNCTION @extschema@._routes_bump() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF to_jsonb(NEW) IS DISTINCT FROM to_jsonb(OLD) THEN
+		NEW.version := OLD.version + 1;
+	END IF;
+	RETURN NEW;
+END
+$$;
 INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
 	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
 	occurrence_kind, priority, preset)
