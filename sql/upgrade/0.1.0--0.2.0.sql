@@ -281,18 +281,11 @@ INSERT INTO @extschema@.machines (machine, from_state, to_state, preset) VALUES
 	('razorpay_order', 'created', 'paid', true)
 ON CONFLICT (machine, from_state, to_state) DO NOTHING;
 
--- jsonpath has no equality operator, so the route version trigger of 0.1.0
--- (ROW(NEW.*) IS DISTINCT FROM ROW(OLD.*)) fails on any UPDATE of a route:
--- it compares the rows as jsonb, before the preset routes below are updated
-CREATE OR REPLACE FUNCTION @extschema@._routes_bump() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	IF to_jsonb(NEW) IS DISTINCT FROM to_jsonb(OLD) THEN
-		NEW.version := OLD.version + 1;
-	END IF;
-	RETURN NEW;
-END
-$$;
+-- 0.1.0's route version trigger compares rows with ROW(NEW.*) IS DISTINCT FROM
+-- ROW(OLD.*), which jsonpath columns cannot do (no equality operator): it is
+-- off while the preset routes are updated, and each updated preset's version
+-- is bumped here instead (the fragments then re-create it comparing jsonb)
+ALTER TABLE @extschema@.routes DISABLE TRIGGER routes_bump;
 INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
 	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
 	occurrence_kind, priority, preset)
@@ -397,5 +390,12 @@ ON CONFLICT ON CONSTRAINT routes_unique DO UPDATE SET
 	machine = EXCLUDED.machine,
 	tombstone = EXCLUDED.tombstone,
 	occurrence_kind = EXCLUDED.occurrence_kind,
-	priority = EXCLUDED.priority
+	priority = EXCLUDED.priority,
+	version = routes.version + 1
 	WHERE routes.preset;
+ALTER TABLE @extschema@.routes ENABLE TRIGGER routes_bump;
+-- 0.1.0's preset occurrence routes of refunds and disputes: 0.2.0 follows both
+-- as objects whose routes also record the occurrence once (routes.occurrence_kind)
+DELETE FROM @extschema@.routes
+ WHERE preset AND source_id IS NULL AND source_kind = 'stripe'
+   AND event_type IN ('refund.created', 'charge.dispute.created') AND class = 'occurrence';
