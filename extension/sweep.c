@@ -200,21 +200,34 @@ events_step(void *arg)
 	s->ndiffs = 0;
 }
 
+/*
+ * Runs fn(run_id), a set-returning function of object ids, and copies the ids
+ * into the step's memory context; *n gets their number.
+ */
+static char **
+run_object_ids(const char *sql, int64 run_id, int *n)
+{
+	MemoryContext cxt = wi_step_cxt();
+	Oid			t[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(run_id)};
+	char	  **ids;
+
+	wi_spi_exec(sql, 1, t, v, NULL, SPI_OK_SELECT);
+	*n = (int) SPI_processed;
+	ids = MemoryContextAlloc(cxt, sizeof(char *) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+		ids[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
+													   SPI_tuptable->tupdesc, 1));
+	return ids;
+}
+
 /* After a full listing: the mirror's live objects it did not name. */
 static void
 missing_step(void *arg)
 {
 	Sweep	   *s = (Sweep *) arg;
-	MemoryContext cxt = wi_step_cxt();
-	Oid			t[1] = {INT8OID};
-	Datum		v[1] = {Int64GetDatum(s->run_id)};
 
-	wi_spi_exec("SELECT webhook_inbox._sweep_missing($1)", 1, t, v, NULL, SPI_OK_SELECT);
-	s->nmissing = (int) SPI_processed;
-	s->missing = MemoryContextAlloc(cxt, sizeof(char *) * Max(s->nmissing, 1));
-	for (int i = 0; i < s->nmissing; i++)
-		s->missing[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
-															  SPI_tuptable->tupdesc, 1));
+	s->missing = run_object_ids("SELECT webhook_inbox._sweep_missing($1)", s->run_id, &s->nmissing);
 }
 
 static void
@@ -227,20 +240,13 @@ skip_step(void *arg)
 	wi_spi_exec("SELECT webhook_inbox._sweep_skip($1, $2)", 2, t, v, NULL, SPI_OK_SELECT);
 }
 
+/* Before listing: the differences the last pass skipped under a live claim. */
 static void
 retry_step(void *arg)
 {
 	Sweep	   *s = (Sweep *) arg;
-	MemoryContext cxt = wi_step_cxt();
-	Oid			t[1] = {INT8OID};
-	Datum		v[1] = {Int64GetDatum(s->run_id)};
 
-	wi_spi_exec("SELECT webhook_inbox._sweep_retry_ids($1)", 1, t, v, NULL, SPI_OK_SELECT);
-	s->nretry = (int) SPI_processed;
-	s->retry = MemoryContextAlloc(cxt, sizeof(char *) * Max(s->nretry, 1));
-	for (int i = 0; i < s->nretry; i++)
-		s->retry[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
-															SPI_tuptable->tupdesc, 1));
+	s->retry = run_object_ids("SELECT webhook_inbox._sweep_retry_ids($1)", s->run_id, &s->nretry);
 }
 
 static void
