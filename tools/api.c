@@ -318,6 +318,16 @@ params_get(sim_params *ps, const char *name)
 	return v;
 }
 
+/* Whether name is one of the NULL-terminated list (a provider's parameter set). */
+int
+params_name_in(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (strcmp(*list, name) == 0)
+			return 1;
+	return 0;
+}
+
 /* ---------- routing helpers ---------- */
 
 static int

@@ -67,6 +67,7 @@ struct sim_api
 extern int	params_parse(const char *s, size_t len, sim_params *out);
 extern void params_free(sim_params *ps);
 extern const char *params_get(sim_params *ps, const char *name);
+extern int	params_name_in(const char *const *list, const char *name);
 
 extern void api_reply(struct evhttp_request *req, int code, const char *body);
 extern void api_stripe_error(struct evhttp_request *req, int code, const char *type,

@@ -38,15 +38,6 @@ static const char *const modelled[] = {
 	"state", "sort", "direction", "since", "per_page", "page", NULL
 };
 
-static int
-in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (strcmp(*list, s) == 0)
-			return 1;
-	return 0;
-}
-
 static void
 gh_error(struct evhttp_request *req, int code, const char *message, const char *field)
 {
@@ -107,14 +98,14 @@ parse_gh_query(struct evhttp_request *req, sim_params *ps, const char *const *ac
 	{
 		char		msg[160];
 
-		if (!in_list(accepted, ps->p[i].name))
+		if (!params_name_in(accepted, ps->p[i].name))
 		{
 			snprintf(msg, sizeof(msg), "Unknown parameter %s (GitHub ignores it; webhook-sim refuses it)",
 					 ps->p[i].name);
 			gh_error(req, 400, msg, NULL);
 			return -1;
 		}
-		if (!in_list(modelled, ps->p[i].name))
+		if (!params_name_in(modelled, ps->p[i].name))
 		{
 			snprintf(msg, sizeof(msg), "Parameter %s is not modelled by webhook-sim", ps->p[i].name);
 			gh_error(req, 400, msg, NULL);

@@ -29,15 +29,6 @@ static const char *const order_implemented[] = {
 	"limit", "page_info", "since_id", "status", "updated_at_max", "updated_at_min", NULL
 };
 
-static int
-in_list(const char *const *list, const char *s)
-{
-	for (; *list; list++)
-		if (strcmp(*list, s) == 0)
-			return 1;
-	return 0;
-}
-
 static void
 shop_error(struct evhttp_request *req, int code, const char *param, const char *message)
 {
@@ -150,13 +141,13 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 	f.max = INT64_MAX;
 	for (i = 0; i < ps->n; i++)
 	{
-		if (!in_list(order_params, ps->p[i].name))
+		if (!params_name_in(order_params, ps->p[i].name))
 		{
 			shop_error(req, 400, ps->p[i].name,
 					   "unknown parameter (Shopify ignores it; webhook-sim refuses it)");
 			return;
 		}
-		if (!in_list(order_implemented, ps->p[i].name))
+		if (!params_name_in(order_implemented, ps->p[i].name))
 		{
 			shop_error(req, 400, ps->p[i].name, "parameter not modelled by webhook-sim");
 			return;
