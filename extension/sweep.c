@@ -462,6 +462,32 @@ keep_reasons(Sweep *s, MemoryContext cxt)
 }
 
 /*
+ * Reads and repairs the objects ids[0..n-1] by id, one at a time in
+ * page_cxt (reset after each, as a page is), until the pass fails or the
+ * worker is asked to stop.  Why it stopped is kept in pass_cxt.
+ */
+static void
+repair_by_id(Sweep *s, const WiSteps *steps, char **ids, int n,
+			 MemoryContext pass_cxt, MemoryContext page_cxt)
+{
+	for (int i = 0; i < n && s->error == NULL; i++)
+	{
+		Diff		d = {ids[i], NULL, false};
+
+		if (steps->stop_flag != NULL && wi_steps_stopping(steps))
+		{
+			s->error = pstrdup("interrupted");
+			break;
+		}
+		MemoryContextSwitchTo(page_cxt);
+		repair_one(s, &d);
+		MemoryContextSwitchTo(pass_cxt);
+		keep_reasons(s, pass_cxt);
+		MemoryContextReset(page_cxt);
+	}
+}
+
+/*
  * Runs one sweep of (source, object type).  Returns the sweep_runs id, or 0
  * when the source has no list API for the type (nothing is recorded).  In
  * the worker every failure is recorded in the run; in a backend SQL errors
@@ -506,21 +532,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	/* first what the previous pass skipped under a live claim, by id */
 	if (!s.type.occurrence && (err = wi_step_run(steps, retry_step, &s)) != NULL)
 		s.error = psprintf("reading the skipped objects failed: %s", err);
-	for (int i = 0; i < s.nretry && s.error == NULL; i++)
-	{
-		Diff		d = {s.retry[i], NULL, false};
-
-		if (steps->stop_flag != NULL && wi_steps_stopping(steps))
-			s.error = pstrdup("interrupted");
-		else
-		{
-			MemoryContextSwitchTo(page_cxt);
-			repair_one(&s, &d);
-			MemoryContextSwitchTo(pass_cxt);
-			keep_reasons(&s, pass_cxt);
-			MemoryContextReset(page_cxt);
-		}
-	}
+	repair_by_id(&s, steps, s.retry, s.nretry, pass_cxt, page_cxt);
 
 	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
 		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
@@ -586,22 +598,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	{
 		if ((err = wi_step_run(steps, missing_step, &s)) != NULL)
 			s.error = psprintf("finding unlisted objects failed: %s", err);
-		for (int i = 0; i < s.nmissing && s.error == NULL; i++)
-		{
-			Diff		d = {s.missing[i], NULL, false};
-
-			if (steps->stop_flag != NULL && wi_steps_stopping(steps))
-				s.error = pstrdup("interrupted");
-			else
-			{
-				/* one object's refetch at a time, like one page at a time */
-				MemoryContextSwitchTo(page_cxt);
-				repair_one(&s, &d);
-				MemoryContextSwitchTo(pass_cxt);
-				keep_reasons(&s, pass_cxt);
-				MemoryContextReset(page_cxt);
-			}
-		}
+		repair_by_id(&s, steps, s.missing, s.nmissing, pass_cxt, page_cxt);
 	}
 	MemoryContextDelete(page_cxt);
 
