@@ -336,7 +336,7 @@ SELECT s.id, 'evt_o' || n, 'refund.created', 'refund', 're_' || n, 'occurrence',
 	   now() - interval '30 days' + n * interval '0.5 second' / 1000, r.id, r.version
   FROM webhook_inbox.sources s, webhook_inbox.routes r,
 	   (SELECT nextval('bench.ids') AS n FROM generate_series(1, $HISTORY_EVENTS)) g
- WHERE s.name = 'occ' AND r.source_kind = 'stripe' AND r.event_type = 'refund.created';
+ WHERE s.name = 'occ' AND r.source_id = s.id AND r.event_type = 'refund.created';
 INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, received_at, body_sha256, body_size, outcome)
 SELECT i.source_id, i.event_id, NULL, i.received_at, i.body_sha256, 300, 'new'
   FROM webhook_inbox.inbox i WHERE i.event_type = 'refund.created' AND i.received_at < now() - interval '1 day';

@@ -13,6 +13,22 @@ SELECT webhook_inbox.create_source(name => 'bench', kind => 'stripe', secret => 
 SELECT webhook_inbox.create_source(name => 'occ', kind => 'stripe', secret => 'whsec_bench');
 SELECT webhook_inbox.create_source(name => 'mach', kind => 'stripe', secret => 'whsec_bench');
 SELECT webhook_inbox.create_source(name => 'ver', kind => 'shopify', secret => 'shpss_bench');
+-- Stripe's presets fetch every state event (a real PaymentIntent's lifecycle
+-- has cycles) and follow refunds by fetching them too.  The occurrence and
+-- machine drains measure the local strategies, so these two sources have
+-- routes of their own, as a source without a read API would: refunds are
+-- occurrences, and payments walk the article's payment machine.
+INSERT INTO webhook_inbox.routes (source_id, event_type, class, strategy, object_type, object_id_path,
+								  status_path, amount_path, currency_path, machine)
+SELECT s.id, r.event_type, r.class, r.strategy, r.object_type, '$.data.object.id', r.status_path,
+	   r.amount_path, r.currency_path, r.machine
+  FROM webhook_inbox.sources s
+  JOIN (VALUES ('mach', 'payment_intent.*', 'state', 'machine', 'payment', '$.data.object.status'::jsonpath,
+				NULL::jsonpath, NULL::jsonpath, 'payment'),
+			   ('occ', 'refund.created', 'occurrence', 'occurrence', 'refund', NULL, '$.data.object.amount',
+				'$.data.object.currency', NULL))
+	AS r(source, event_type, class, strategy, object_type, status_path, amount_path, currency_path, machine)
+	ON r.source = s.name;
 
 CREATE FUNCTION bench.stripe(p_source text, p_body text) RETURNS text
 LANGUAGE sql AS $$
