@@ -9,6 +9,9 @@ MODULE_big = webhook_inbox
 # --version, and is checked against debian/changelog.
 EXT_VERSION = 0.2.0
 
+# The list of source kinds every program and the SQL take from.
+KINDS_H = include/webhook_inbox_kinds.h
+
 EXT_SRCS = $(sort $(wildcard extension/*.c extension/adapters/*.c))
 OBJS = $(EXT_SRCS:.c=.o)
 
@@ -29,7 +32,7 @@ DATA_built = sql/$(EXTENSION)--$(EXT_VERSION).sql $(UPGRADE_SCRIPTS)
 # Released install and upgrade scripts are tracked and never edited again.
 DATA = $(filter-out $(DATA_built), $(wildcard sql/$(EXTENSION)--*.sql))
 
-PG_CPPFLAGS = -I$(srcdir)/extension -DEXTVERSION='"$(EXT_VERSION)"'
+PG_CPPFLAGS = -I$(srcdir)/extension -I$(srcdir)/include -DEXTVERSION='"$(EXT_VERSION)"'
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 SHLIB_LINK = -lcurl
 
@@ -55,7 +58,7 @@ include $(PGXS)
 
 # PGXS does not track headers: every object depends on all of ours (and on
 # this file, which sets EXTVERSION).
-$(OBJS): $(wildcard extension/*.h) Makefile
+$(OBJS): $(wildcard extension/*.h) $(KINDS_H) Makefile
 
 SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
 
@@ -63,13 +66,22 @@ SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
 # $(PREFIX)/bin and their man pages under $(PREFIX)/share/man/man1.
 PREFIX ?= /usr/local
 
-sql/$(EXTENSION)--$(EXT_VERSION).sql: $(SQL_PARTS)
-	cat $^ > $@
+# The source kinds are written once, in $(KINDS_H); the scripts' @SOURCE_KINDS@
+# placeholders (the sources.kind CHECK, create_source()'s hint) are filled
+# from it, in the install script and the upgrade's DDL alike.
+SOURCE_KINDS = perl scripts/source-kinds.pl $(KINDS_H)
 
-sql/$(EXTENSION)--%--$(EXT_VERSION).sql: sql/upgrade/%--$(EXT_VERSION).sql $(SQL_PARTS) scripts/upgrade-script.pl Makefile
+sql/$(EXTENSION)--$(EXT_VERSION).sql: $(SQL_PARTS) $(KINDS_H) scripts/source-kinds.pl
+	$(SOURCE_KINDS) $(SQL_PARTS) > $@.tmp
+	mv $@.tmp $@
+
+sql/$(EXTENSION)--%--$(EXT_VERSION).sql: sql/upgrade/%--$(EXT_VERSION).sql $(SQL_PARTS) scripts/upgrade-script.pl \
+		$(KINDS_H) scripts/source-kinds.pl Makefile
 	perl scripts/upgrade-script.pl --extension $(EXTENSION) --to $(EXT_VERSION) \
 		$(addprefix --rerun ,$(SQL_RERUN)) $< $(filter-out $(SQL_RERUN),$(SQL_PARTS)) > $@.tmp
-	mv $@.tmp $@
+	$(SOURCE_KINDS) $@.tmp > $@.tmp2
+	rm $@.tmp
+	mv $@.tmp2 $@
 
 # Files that carry the version, generated from their templates.
 $(EXTENSION).control: $(EXTENSION).control.in Makefile
@@ -134,10 +146,10 @@ fuzz: fuzz-intake
 
 # intake()'s reading of ids and types, without a server (extension/fuzz/)
 FUZZ_TIME ?= 60
-extension/fuzz/fuzz-intake: extension/fuzz/fuzz_intake.c extension/intake_ids.c extension/intake_ids.h
+extension/fuzz/fuzz-intake: extension/fuzz/fuzz_intake.c extension/intake_ids.c extension/intake_ids.h $(KINDS_H)
 	clang -g -O1 -fsanitize=fuzzer,address,undefined -Wall -Wextra -Werror -Wno-unused-parameter \
 		-Wno-missing-field-initializers -Wno-sign-compare -Wno-ignored-attributes -DFRONTEND \
-		-I$(shell $(PG_CONFIG) --includedir-server) -Iextension -o $@ \
+		-I$(shell $(PG_CONFIG) --includedir-server) -Iextension -Iinclude -o $@ \
 		extension/fuzz/fuzz_intake.c extension/intake_ids.c \
 		-L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport
 fuzz-intake: extension/fuzz/fuzz-intake

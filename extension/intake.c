@@ -511,7 +511,7 @@ read_ids(Row *r)
 	WiIdPlaces	hmac = {NULL, NULL, NULL, NULL};
 	const WiIdPlaces *places = NULL;
 
-	if (strcmp(layout->kind, "hmac") == 0)
+	if (layout->kind == WI_KIND_hmac)
 	{
 		hmac.event_id_header = settings_text(src->settings, "event_id_header");
 		hmac.event_type_header = settings_text(src->settings, "event_type_header");
@@ -689,7 +689,7 @@ lookup_sources(Row *rows, char **names, int n)
 		s->layout = layout_for(s->kind);
 		d = SPI_getbinval(tup, desc, 6, &isnull);
 		s->replay_window = isnull ? (Datum) 0 : datumCopy(d, false, sizeof(Interval));
-		s->replay = !isnull && s->layout->body_only;
+		s->replay = !isnull && wi_source_kind_timestamp(s->layout->kind) != WI_TS_SIGNED;
 		if (s->replay)
 		{
 			Interval   *iv = DatumGetIntervalP(s->replay_window);
@@ -698,7 +698,7 @@ lookup_sources(Row *rows, char **names, int n)
 			s->replay = iv->time > 0 || iv->day > 0 || iv->month > 0;
 		}
 		/* an hmac source that signs a timestamp refuses replays by its tolerance */
-		if (s->replay && strcmp(s->kind, "hmac") == 0 &&
+		if (s->replay && wi_source_kind_timestamp(s->layout->kind) == WI_TS_SETTINGS &&
 			settings_text(s->settings, "timestamp_header") != NULL)
 			s->replay = false;
 	}

@@ -24,28 +24,42 @@
 
 #include "intake_ids.h"
 
+/*
+ * One row per kind of include/webhook_inbox_kinds.h, indexed by it.  Whether
+ * a kind's ids are signed (a timestamp travels with them) is the list's fact,
+ * not this table's: see wi_source_kind_timestamp().
+ */
+#define LAYOUT(name, ...) [WI_KIND_##name] = {WI_KIND_##name, __VA_ARGS__}
 static const WiKindLayout kind_layouts[] = {
-	{"stripe", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL, false},
-	{"standard", {"webhook-id", "svix-id"}, {NULL}, NULL, {{"type"}}, {NULL}, NULL, false},
-	{"shopify", {"x-shopify-webhook-id"}, {NULL}, "x-shopify-topic", {{NULL}}, {NULL},
-	"x-shopify-event-id", true},
-	{"github", {"x-github-delivery"}, {NULL}, "x-github-event", {{NULL}}, {"action"}, NULL, true},
-	{"razorpay", {"x-razorpay-event-id"}, {NULL}, NULL, {{"event"}}, {NULL}, NULL, true},
-	{"slack", {NULL}, {"event_id"}, NULL, {{"event", "type"}, {"type"}}, {NULL}, NULL, false},
-	{"paddle", {NULL}, {"event_id"}, NULL, {{"event_type"}}, {NULL}, NULL, false},
-	{"checkout", {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL, true},
-	/* hmac: its places come from the source's settings (WiIdPlaces); body-only without a timestamp */
-	{"hmac", {NULL}, {NULL}, NULL, {{NULL}}, {NULL}, NULL, true},
+	LAYOUT(stripe, {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL),
+	LAYOUT(standard, {"webhook-id", "svix-id"}, {NULL}, NULL, {{"type"}}, {NULL}, NULL),
+	LAYOUT(shopify, {"x-shopify-webhook-id"}, {NULL}, "x-shopify-topic", {{NULL}}, {NULL},
+		   "x-shopify-event-id"),
+	LAYOUT(github, {"x-github-delivery"}, {NULL}, "x-github-event", {{NULL}}, {"action"}, NULL),
+	LAYOUT(razorpay, {"x-razorpay-event-id"}, {NULL}, NULL, {{"event"}}, {NULL}, NULL),
+	LAYOUT(slack, {NULL}, {"event_id"}, NULL, {{"event", "type"}, {"type"}}, {NULL}, NULL),
+	LAYOUT(paddle, {NULL}, {"event_id"}, NULL, {{"event_type"}}, {NULL}, NULL),
+	LAYOUT(checkout, {NULL}, {"id"}, NULL, {{"type"}}, {NULL}, NULL),
+	/* hmac: its places come from the source's settings (WiIdPlaces) */
+	LAYOUT(hmac, {NULL}, {NULL}, NULL, {{NULL}}, {NULL}, NULL),
 };
+#undef LAYOUT
 
-/* The layout of a kind, or NULL for a kind this file does not know. */
+StaticAssertDecl(lengthof(kind_layouts) == WI_NUM_SOURCE_KINDS,
+				 "kind_layouts needs one row per kind of webhook_inbox_kinds.h");
+
+/*
+ * The layout of the kind called name, or NULL for a name that is no kind (or
+ * a kind whose row is missing from the table, which a test would catch).
+ */
 const WiKindLayout *
 wi_kind_layout(const char *kind)
 {
-	for (int i = 0; i < lengthof(kind_layouts); i++)
-		if (strcmp(kind_layouts[i].kind, kind) == 0)
-			return &kind_layouts[i];
-	return NULL;
+	int			k = wi_source_kind_lookup(kind);
+
+	if (k < 0 || (int) kind_layouts[k].kind != k)
+		return NULL;
+	return &kind_layouts[k];
 }
 
 /* Case-insensitive header lookup over the flat name/value arrays. */

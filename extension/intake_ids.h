@@ -12,25 +12,26 @@
 #ifndef WI_INTAKE_IDS_H
 #define WI_INTAKE_IDS_H
 
+#include "webhook_inbox_kinds.h"
+
 #define WI_MAX_PATH_KEYS	4
 
 /*
  * Where a kind keeps its ids.  Header names are lowercase; body paths are
  * key paths from the top-level object.  The first present alternative wins.
- * body_only marks schemes whose signature covers the body alone, with no
- * timestamp: their ids travel unsigned, so a replay is recognised by the
- * body's digest.
+ * Whether the ids are signed is the kind's timestamp fact in the list
+ * (wi_source_kind_timestamp()): a kind that signs the body alone sends its
+ * ids unsigned, so a replay is recognised by the body's digest.
  */
 typedef struct WiKindLayout
 {
-	const char *kind;
+	WiSourceKind kind;
 	const char *id_headers[3];
 	const char *id_path[WI_MAX_PATH_KEYS];
 	const char *type_header;
 	const char *type_paths[2][WI_MAX_PATH_KEYS];
 	const char *type_suffix_path[WI_MAX_PATH_KEYS];	/* appended as ".value" */
 	const char *correlation_header;
-	bool		body_only;		/* signed body only, no timestamp: ids unsigned */
 } WiKindLayout;
 
 /* An hmac source's own places (its settings); NULL members are unset. */

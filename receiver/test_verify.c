@@ -240,6 +240,35 @@ test_other_schemes(void)
 	}
 }
 
+/*
+ * Every kind of include/webhook_inbox_kinds.h has its scheme, found by its
+ * name; a name that is no kind has none, and such a source is refused.
+ */
+static void
+test_every_kind(void)
+{
+	rcv_verifier v;
+	const char *problem = NULL;
+
+	for (int k = 0; k < WI_NUM_SOURCE_KINDS; k++)
+	{
+		const rcv_scheme *sc = rcv_scheme_lookup(wi_source_kind_name(k));
+
+		checks++;
+		if (sc == NULL || sc->kind != (WiSourceKind) k || sc->verify == NULL ||
+			sc->decode_secret == NULL)
+			failures++, fprintf(stderr, "FAIL kind %s has no scheme\n", wi_source_kind_name(k));
+	}
+	checks += 3;
+	if (rcv_scheme_lookup("paypal") != NULL || rcv_scheme_lookup("") != NULL ||
+		rcv_scheme_lookup(NULL) != NULL)
+		failures++, fprintf(stderr, "FAIL a name that is no kind has a scheme\n");
+	memset(&v, 0, sizeof(v));
+	v.scheme = rcv_scheme_lookup("paypal");
+	if (rcv_verifier_check(&v, &problem) != -1 || strcmp(problem, "unknown kind") != 0)
+		failures++, fprintf(stderr, "FAIL a source of no kind is not refused as unknown kind\n");
+}
+
 static void
 test_decoders_and_encoding(void)
 {
@@ -276,6 +305,7 @@ main(void)
 	test_github_published();
 	test_slack_published();
 	test_other_schemes();
+	test_every_kind();
 	test_decoders_and_encoding();
 	printf("%d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;

@@ -676,26 +676,39 @@ secret_whsec(const char *secret, rcv_secret *out)
 	return 0;
 }
 
-/* The table: one row per source kind (sources.kind). */
+/*
+ * The table: one row per kind of include/webhook_inbox_kinds.h (sources.kind),
+ * indexed by it.
+ */
+#define SCHEME(name, verify, secret) [WI_KIND_##name] = {WI_KIND_##name, verify, secret}
 static const rcv_scheme schemes[] = {
-	{"stripe", verify_stripe, secret_verbatim},
-	{"standard", verify_standard, secret_whsec},
-	{"shopify", verify_shopify, secret_verbatim},
-	{"github", verify_github, secret_verbatim},
-	{"razorpay", verify_razorpay, secret_verbatim},
-	{"slack", verify_slack, secret_verbatim},
-	{"paddle", verify_paddle, secret_verbatim},
-	{"checkout", verify_checkout, secret_verbatim},
-	{"hmac", verify_hmac, secret_verbatim},
+	SCHEME(stripe, verify_stripe, secret_verbatim),
+	SCHEME(standard, verify_standard, secret_whsec),
+	SCHEME(shopify, verify_shopify, secret_verbatim),
+	SCHEME(github, verify_github, secret_verbatim),
+	SCHEME(razorpay, verify_razorpay, secret_verbatim),
+	SCHEME(slack, verify_slack, secret_verbatim),
+	SCHEME(paddle, verify_paddle, secret_verbatim),
+	SCHEME(checkout, verify_checkout, secret_verbatim),
+	SCHEME(hmac, verify_hmac, secret_verbatim),
 };
+#undef SCHEME
 
+_Static_assert(sizeof(schemes) / sizeof(schemes[0]) == WI_NUM_SOURCE_KINDS,
+			   "schemes needs one row per kind of webhook_inbox_kinds.h");
+
+/*
+ * The scheme of the kind called kind, or NULL for a name that is no kind (or
+ * a kind whose row is missing, which test-verify catches).
+ */
 const rcv_scheme *
 rcv_scheme_lookup(const char *kind)
 {
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++)
-		if (strcmp(schemes[i].kind, kind) == 0)
-			return &schemes[i];
-	return NULL;
+	int			k = wi_source_kind_lookup(kind);
+
+	if (k < 0 || schemes[k].verify == NULL || (int) schemes[k].kind != k)
+		return NULL;
+	return &schemes[k];
 }
 
 /*

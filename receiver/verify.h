@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "webhook_inbox_kinds.h"
+
 /* One request header; names are compared case-insensitively. */
 typedef struct rcv_header
 {
@@ -66,10 +68,10 @@ typedef enum rcv_verify_result
 	RCV_NUM_RESULTS
 } rcv_verify_result;
 
-/* A scheme: its kind name and the function that checks one delivery. */
+/* A scheme: its kind and the function that checks one delivery. */
 typedef struct rcv_scheme
 {
-	const char *kind;
+	WiSourceKind kind;
 	rcv_verify_result (*verify) (const rcv_verifier *v,
 								 const rcv_header *hdrs, int nhdrs,
 								 const unsigned char *body, size_t len,

@@ -20,8 +20,7 @@ CREATE TABLE @extschema@.sources (
 	name			text NOT NULL UNIQUE
 		CONSTRAINT sources_name_check CHECK (name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
 	kind			text NOT NULL
-		CONSTRAINT sources_kind_check CHECK (kind IN ('stripe', 'standard', 'shopify', 'github',
-			'razorpay', 'slack', 'paddle', 'checkout', 'hmac')),
+		CONSTRAINT sources_kind_check CHECK (kind IN (@SOURCE_KINDS@)),
 	signing_secrets text[] NOT NULL
 		CONSTRAINT sources_secrets_check CHECK (cardinality(signing_secrets) >= 1
 			AND array_position(signing_secrets, NULL) IS NULL
@@ -44,7 +43,7 @@ COMMENT ON TABLE @extschema@.sources IS
 COMMENT ON COLUMN @extschema@.sources.signing_secrets IS
 	'Current signing secrets; several during rotation. Readable only by the owner.';
 COMMENT ON COLUMN @extschema@.sources.replay_window IS
-	'For schemes that sign only the body (shopify, github, razorpay, checkout, hmac without a timestamp): a body received again within this window is a duplicate whatever id its headers carry. 0 turns the check off.';
+	'For schemes that sign only the body (@SOURCE_KINDS_BODY_ONLY@): a body received again within this window is a duplicate whatever id its headers carry. 0 turns the check off.';
 COMMENT ON COLUMN @extschema@.sources.flagged IS
 	'Set by the worker when the provider refused our credentials (401/403).';
 
@@ -291,11 +290,10 @@ GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_receiver;
 CREATE FUNCTION @extschema@._check_kind(kind text) RETURNS void
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-	IF kind IS NULL OR kind NOT IN ('stripe', 'standard', 'shopify', 'github', 'razorpay',
-									'slack', 'paddle', 'checkout', 'hmac') THEN
+	IF kind IS NULL OR kind NOT IN (@SOURCE_KINDS@) THEN
 		RAISE EXCEPTION 'unknown source kind "%"', kind
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'Valid kinds are: stripe, standard, shopify, github, razorpay, slack, paddle, checkout, hmac.';
+				  HINT = 'Valid kinds are: @SOURCE_KINDS_TEXT@.';
 	END IF;
 END
 $$;

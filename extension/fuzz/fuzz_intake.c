@@ -25,11 +25,8 @@
 
 #define MAX_HEADERS 32
 
-static const char *const kinds[] = {
-	"stripe", "standard", "shopify", "github", "razorpay", "slack", "paddle",
-	"checkout", "hmac", "hmac", "hmac"
-};
-#define NKINDS lengthof(kinds)
+/* every kind of webhook_inbox_kinds.h, then hmac twice more with other places */
+#define NKINDS (WI_NUM_SOURCE_KINDS + 2)
 
 /* the places an hmac source may name in its settings */
 static const WiIdPlaces hmac_places[3] = {
@@ -210,11 +207,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1 || size > 65536)
 		return 0;
 	k = data[0] % NKINDS;
-	layout = wi_kind_layout(kinds[k]);
+	layout = wi_kind_layout(wi_source_kind_name(k < WI_NUM_SOURCE_KINDS ? k : WI_KIND_hmac));
 	if (layout == NULL)
 		abort();
-	if (k >= 8)
-		places = &hmac_places[k - 8];
+	if (k == WI_KIND_hmac)
+		places = &hmac_places[0];
+	else if (k >= WI_NUM_SOURCE_KINDS)
+		places = &hmac_places[k - WI_NUM_SOURCE_KINDS + 1];
 
 	/* a NUL-terminated copy: headers are C strings, the body is not */
 	buf = palloc(size);

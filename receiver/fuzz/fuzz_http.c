@@ -130,17 +130,15 @@ cmp_name(const void *a, const void *b)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static const char *const kinds[] = {
-		"stripe", "standard", "shopify", "github", "razorpay", "slack", "paddle", "checkout", "hmac"
-	};
 	rcv_sources *s = calloc(1, sizeof(*s));
 
 	(void) argc;
 	(void) argv;
 	rcv_log_min_level = RCV_LOG_ERROR;
-	s->items = calloc(16, sizeof(rcv_source));
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		add_source(s, kinds[i], kinds[i], NULL);
+	s->items = calloc(WI_NUM_SOURCE_KINDS + 1, sizeof(rcv_source));
+	/* a source named after each kind of webhook_inbox_kinds.h */
+	for (int k = 0; k < WI_NUM_SOURCE_KINDS; k++)
+		add_source(s, wi_source_kind_name(k), wi_source_kind_name(k), NULL);
 	add_source(s, "broken", "hmac", "settings.encoding must be hex or base64");
 	qsort(s->items, (size_t) s->n, sizeof(rcv_source), cmp_name);
 	rcv_sources_install(s);

@@ -20,11 +20,8 @@
 
 #define MAX_HEADERS 32
 
-static const char *const kinds[] = {
-	"stripe", "standard", "shopify", "github", "razorpay", "slack", "paddle",
-	"checkout", "hmac", "hmac", "hmac"
-};
-#define NKINDS (sizeof(kinds) / sizeof(kinds[0]))
+/* every kind of webhook_inbox_kinds.h, then hmac twice more with other settings */
+#define NKINDS (WI_NUM_SOURCE_KINDS + 2)
 
 static rcv_verifier verifiers[NKINDS];
 
@@ -66,9 +63,10 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void) argc;
 	(void) argv;
-	for (size_t i = 0; i < NKINDS; i++)
-		setup(&verifiers[i], kinds[i], i >= 8 ? (int) i - 8 : 0);
-	if (rcv_verify(&verifiers[1], hdrs, 3, (const unsigned char *) body,
+	for (int i = 0; i < NKINDS; i++)
+		setup(&verifiers[i], wi_source_kind_name(i < WI_NUM_SOURCE_KINDS ? i : WI_KIND_hmac),
+			  i < WI_NUM_SOURCE_KINDS ? 0 : i - WI_NUM_SOURCE_KINDS + 1);
+	if (rcv_verify(&verifiers[WI_KIND_standard], hdrs, 3, (const unsigned char *) body,
 				   strlen(body), 1614265330) != RCV_OK)
 	{
 		fprintf(stderr, "Standard Webhooks published vector does not verify\n");

@@ -23,7 +23,7 @@ SKIP:
 	IPC::Run::run(
 		[ 'clang', '-g', '-O1', '-fsanitize=fuzzer,address,undefined', '-Wall', '-Wextra', '-Werror',
 		  '-Wno-unused-parameter', '-Wno-missing-field-initializers', '-Wno-sign-compare',
-		  '-Wno-ignored-attributes', '-DFRONTEND', "-I$inc", '-Iextension',
+		  '-Wno-ignored-attributes', '-DFRONTEND', "-I$inc", '-Iextension', '-Iinclude',
 		  '-o', "$tmp/fuzz-intake", 'extension/fuzz/fuzz_intake.c', 'extension/intake_ids.c',
 		  "-L$lib", '-lpgcommon', '-lpgport' ],
 		'>', \$out, '2>', \$err)

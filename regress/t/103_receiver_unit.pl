@@ -20,7 +20,7 @@ my @pure = map { "receiver/$_" } qw(verify.c encode.c log.c);
 my ($out, $err) = ('', '');
 
 ok(IPC::Run::run(
-		[ 'cc', '-Wall', '-Wextra', '-Werror', '-O1', '-Ireceiver', '-o', "$tmp/test-verify",
+		[ 'cc', '-Wall', '-Wextra', '-Werror', '-O1', '-Ireceiver', '-Iinclude', '-o', "$tmp/test-verify",
 		  'receiver/test_verify.c', @pure, '-lcrypto' ],
 		'>', \$out, '2>', \$err),
 	'known-answer test builds warning-free') or diag($err);
@@ -33,7 +33,7 @@ SKIP:
 {
 	($out, $err) = ('', '');
 	IPC::Run::run(
-		[ 'clang', '-g', '-O1', '-fsanitize=fuzzer,address,undefined', '-Ireceiver',
+		[ 'clang', '-g', '-O1', '-fsanitize=fuzzer,address,undefined', '-Ireceiver', '-Iinclude',
 		  '-o', "$tmp/fuzz-verify", 'receiver/fuzz/fuzz_verify.c', @pure, '-lcrypto' ],
 		'>', \$out, '2>', \$err)
 	  or skip('clang with libFuzzer is not available', 2);
@@ -58,7 +58,7 @@ SKIP:
 	($out, $err) = ('', '');
 	IPC::Run::run(
 		[ 'clang', '-Wall', '-Wextra', '-Werror', '-g', '-O1', '-fsanitize=fuzzer,address,undefined',
-		  '-Ireceiver', "-I$pginc", split(' ', $cflags), '-o', "$tmp/fuzz-http", 'receiver/fuzz/fuzz_http.c',
+		  '-Ireceiver', '-Iinclude', "-I$pginc", split(' ', $cflags), '-o', "$tmp/fuzz-http", 'receiver/fuzz/fuzz_http.c',
 		  (map { "receiver/$_" } qw(http.c metrics.c sources.c)), @pure,
 		  split(' ', $libs), "-L$pglib", '-lpq' ],
 		'>', \$out, '2>', \$err)

@@ -399,3 +399,9 @@ ALTER TABLE @extschema@.routes ENABLE TRIGGER routes_bump;
 DELETE FROM @extschema@.routes
  WHERE preset AND source_id IS NULL AND source_kind = 'stripe'
    AND event_type IN ('refund.created', 'charge.dispute.created') AND class = 'occurrence';
+
+-- sources.kind: the kinds of this release, from the same list as a fresh
+-- install's constraint (include/webhook_inbox_kinds.h, substituted at build
+-- time), so that adding a kind needs no DDL written here by hand.
+ALTER TABLE @extschema@.sources DROP CONSTRAINT sources_kind_check,
+	ADD CONSTRAINT sources_kind_check CHECK (kind IN (@SOURCE_KINDS@));
