@@ -267,6 +267,13 @@ make_id(sim_model *m, sim_rng *r, sim_object *o, long k)
 	idmap_put(&m->obj_ids, o->id, k);
 }
 
+bool
+model_has_events(sign_kind k)
+{
+	return k == WI_KIND_stripe || k == WI_KIND_shopify || k == WI_KIND_standard ||
+		k == WI_KIND_github;
+}
+
 void
 model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 		   double thin_share, int64_t epoch, unsigned types_mask, const char *repo,
@@ -295,13 +302,13 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 
 	for (i = 0; i < nsources; i++)
 	{
-		if (sources[i].kind == SK_STRIPE && stripe < 0)
+		if (sources[i].kind == WI_KIND_stripe && stripe < 0)
 			stripe = i;
-		else if (sources[i].kind == SK_SHOPIFY && shopify < 0)
+		else if (sources[i].kind == WI_KIND_shopify && shopify < 0)
 			shopify = i;
-		else if (sources[i].kind == SK_STANDARD && standard < 0)
+		else if (sources[i].kind == WI_KIND_standard && standard < 0)
 			standard = i;
-		else if (sources[i].kind == SK_GITHUB && github < 0)
+		else if (sources[i].kind == WI_KIND_github && github < 0)
 			github = i;
 	}
 	snprintf(m->repo, sizeof(m->repo), "%s", repo ? repo : "acme/widgets");
@@ -801,7 +808,7 @@ emit_event(sim_model *m, long k, const char *type)
 	ev->object_type = obj_type_name(o->type);
 	snprintf(ev->object_id, sizeof(ev->object_id), "%s", o->id);
 	iso_time(m->clock, 1, iso, sizeof(iso));
-	if (src->kind == SK_SHOPIFY)
+	if (src->kind == WI_KIND_shopify)
 	{
 		char		uuid[40],
 					domain[128];
@@ -822,7 +829,7 @@ emit_event(sim_model *m, long k, const char *type)
 		else
 			render_object(m, &b, o);
 	}
-	else if (src->kind == SK_GITHUB)
+	else if (src->kind == WI_KIND_github)
 	{
 		/* type is the action; the event name comes from the object type */
 		const char *event = o->type == OT_PULL ? "pull_request" : "issues";
@@ -853,7 +860,7 @@ emit_event(sim_model *m, long k, const char *type)
 				  strchr(m->repo, '/') ? strchr(m->repo, '/') + 1 : m->repo, m->repo);
 		sb_puts(&b, ",\"sender\":{\"login\":\"octocat\",\"id\":583231,\"type\":\"User\"}}");
 	}
-	else if (src->kind == SK_STANDARD)
+	else if (src->kind == WI_KIND_standard)
 	{
 		rng_token(&m->rng, tok, 27);
 		snprintf(ev->event_id, sizeof(ev->event_id), "msg_%s", tok);

@@ -16,6 +16,7 @@
 #ifndef SIM_MODEL_H
 #define SIM_MODEL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sign.h"
@@ -157,6 +158,12 @@ extern void model_init(sim_model *m, uint64_t seed, long nobjects,
 					   unsigned types_mask, const char *repo,
 					   sim_source *sources, int nsources);
 extern void model_free(sim_model *m);
+
+/*
+ * Whether the model generates events for sources of kind k (Stripe, Shopify,
+ * Standard Webhooks, GitHub); serve takes only those, replay every kind.
+ */
+extern bool model_has_events(sign_kind k);
 
 /* Bit mask of the types named in a comma-separated list; 0 on a bad name. */
 extern unsigned model_parse_types(const char *list);

@@ -45,12 +45,12 @@ static void
 replay_help(void)
 {
 	puts("Usage: webhook-sim replay --file FILE --mode shuffled|doubled|holed --to URL\n"
-		 "                          [--stripe NAME:SECRET] [--shopify NAME:SECRET] [--standard NAME:SECRET]\n"
-		 "                          [--github NAME:SECRET]\n"
+		 "                          [--KIND NAME:SECRET]...\n"
 		 "                          [--hole-share P] [--seed N] [--concurrency N] [--timeout SECS]\n"
 		 "\n"
 		 "Re-signs every recorded event with the secret of the source of its kind (names\n"
 		 "from these flags, not from the record) and POSTs it to URL/hooks/<name>.\n"
+		 "KIND is a source kind:" WI_SOURCE_KINDS(SIM_KIND_HELP_) "\n"
 		 "  shuffled  a random permutation\n"
 		 "  doubled   each event twice, in shuffled order\n"
 		 "  holed     drops round(n * P) events (--hole-share, default 0.1), sends the rest in order\n"
@@ -192,10 +192,7 @@ cmd_replay(int argc, char **argv)
 		{"seed", required_argument, NULL, 's'},
 		{"concurrency", required_argument, NULL, 'c'},
 		{"timeout", required_argument, NULL, 'T'},
-		{"stripe", required_argument, NULL, 1},
-		{"shopify", required_argument, NULL, 2},
-		{"standard", required_argument, NULL, 3},
-		{"github", required_argument, NULL, 26},
+		SIM_KIND_OPTIONS
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0}
 	};
@@ -206,7 +203,7 @@ cmd_replay(int argc, char **argv)
 	int64_t		seed = 1,
 				concurrency = 4,
 				timeout = 10;
-	sim_source	sources[SK__COUNT];
+	sim_source	sources[WI_NUM_SOURCE_KINDS];
 	int			nsources = 0,
 				ch,
 				li,
@@ -232,6 +229,17 @@ cmd_replay(int argc, char **argv)
 	{
 		int			bad = 0;
 
+		/* --KIND NAME:SECRET, for every source kind */
+		if (ch >= SIM_OPT_KIND && ch < SIM_OPT_KIND + WI_NUM_SOURCE_KINDS)
+		{
+			if (source_add(sources, &nsources, (sign_kind) (ch - SIM_OPT_KIND), optarg,
+						   err, sizeof(err)) != 0)
+			{
+				rc = usage_error(CMD, "%s", err);
+				goto err;
+			}
+			continue;
+		}
 		switch (ch)
 		{
 			case 'h':
@@ -261,28 +269,6 @@ cmd_replay(int argc, char **argv)
 			case 'T':
 				bad = parse_int64(optarg, 1, 3600, &timeout) != 0;
 				break;
-			case 1:
-			case 2:
-			case 3:
-			case 26:
-				{
-					sign_kind	kd = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY :
-					ch == 3 ? SK_STANDARD : SK_GITHUB;
-
-					for (i = 0; i < nsources; i++)
-						if (sources[i].kind == kd)
-						{
-							rc = usage_error(CMD, "--%s given twice", sign_kind_name(kd));
-							goto err;
-						}
-					if (source_parse(kd, optarg, &sources[nsources], err, sizeof(err)) != 0)
-					{
-						rc = usage_error(CMD, "%s", err);
-						goto err;
-					}
-					nsources++;
-					break;
-				}
 			default:
 				rc = option_error(CMD, argc, argv, ch);
 				goto err;

@@ -57,7 +57,7 @@ typedef struct serve_opts
 typedef struct serve_ctx
 {
 	serve_opts *opt;
-	sim_source	sources[SK__COUNT];
+	sim_source	sources[WI_NUM_SOURCE_KINDS];
 	int			nsources;
 	sim_model	model;
 	struct event_base *base;
@@ -306,10 +306,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"seed", required_argument, NULL, 's'},
 		{"objects", required_argument, NULL, 'o'},
 		{"events", required_argument, NULL, 'e'},
-		{"stripe", required_argument, NULL, 1},
-		{"shopify", required_argument, NULL, 2},
-		{"standard", required_argument, NULL, 3},
-		{"github", required_argument, NULL, 26},
+		SIM_KIND_OPTIONS
 		{"deliver-to", required_argument, NULL, 4},
 		{"record", required_argument, NULL, 5},
 		{"duplicate", required_argument, NULL, 6},
@@ -361,6 +358,18 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 	{
 		int			bad = 0;
 
+		/* --KIND NAME:SECRET, for the kinds the model has events of */
+		if (ch >= SIM_OPT_KIND && ch < SIM_OPT_KIND + WI_NUM_SOURCE_KINDS)
+		{
+			sign_kind	k = (sign_kind) (ch - SIM_OPT_KIND);
+
+			if (!model_has_events(k))
+				return usage_error(CMD, "--%s: no %s provider is simulated (replay re-sends recorded %s events)",
+								   sign_kind_name(k), sign_kind_name(k), sign_kind_name(k));
+			if (source_add(c->sources, &c->nsources, k, optarg, err, sizeof(err)) != 0)
+				return usage_error(CMD, "%s", err);
+			continue;
+		}
 		switch (ch)
 		{
 			case 'h':
@@ -382,29 +391,6 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				bad = parse_int64(optarg, 0, 100000000, &v) != 0;
 				o->events = (long) v;
 				break;
-			case 1:
-			case 2:
-			case 3:
-			case 26:
-				{
-					sign_kind	k = ch == 1 ? SK_STRIPE : ch == 2 ? SK_SHOPIFY :
-					ch == 3 ? SK_STANDARD : SK_GITHUB;
-					int			i;
-
-					for (i = 0; i < c->nsources; i++)
-						if (c->sources[i].kind == k)
-							return usage_error(CMD, "--%s given twice", sign_kind_name(k));
-					if (source_parse(k, optarg, &c->sources[c->nsources], err, sizeof(err)) != 0)
-						return usage_error(CMD, "%s", err);
-					for (i = 0; i < c->nsources; i++)
-						if (strcmp(c->sources[i].name, c->sources[c->nsources].name) == 0)
-						{
-							source_free(&c->sources[c->nsources]);
-							return usage_error(CMD, "two sources named \"%s\"", c->sources[i].name);
-						}
-					c->nsources++;
-					break;
-				}
 			case 4:
 				o->deliver_to = optarg;
 				break;

@@ -8,6 +8,13 @@
  * Standard: webhook-timestamp: <now>, webhook-signature: v1,<base64
  *           HMAC-SHA256(base64decode(secret minus "whsec_"), "id.ts.body")>.
  * GitHub:   X-Hub-Signature-256: sha256=<hex HMAC-SHA256(secret, body)>.
+ * Razorpay: X-Razorpay-Signature: hex HMAC-SHA256(secret, body).
+ * Slack:    X-Slack-Request-Timestamp: <now>, X-Slack-Signature:
+ *           v0=<hex HMAC-SHA256(secret, "v0:ts:body")>.
+ * Paddle:   Paddle-Signature: ts=<now>;h1=<hex HMAC-SHA256(secret, "ts:body")>.
+ * Checkout: Cko-Signature: hex HMAC-SHA256(secret, body).
+ * hmac:     X-Webhook-Signature: hex HMAC-SHA256(secret, body), what an hmac
+ *           source with settings {"header": "X-Webhook-Signature"} checks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,31 +32,30 @@ typedef int (*sign_fn) (const sim_source *src, const char *body, size_t len,
 
 typedef struct sign_scheme
 {
-	const char *name;
 	sign_fn		sign;
 } sign_scheme;
 
-static int	sign_stripe(const sim_source *src, const char *body, size_t len,
-						int64_t now, hdr_list *out);
-static int	sign_shopify(const sim_source *src, const char *body, size_t len,
-						 int64_t now, hdr_list *out);
-static int	sign_standard(const sim_source *src, const char *body, size_t len,
-						  int64_t now, hdr_list *out);
+/* sign_stripe(), sign_standard() …: one per kind */
+#define SIGN_DECL_(name, ts) \
+	static int sign_##name(const sim_source *src, const char *body, size_t len, \
+						   int64_t now, hdr_list *out);
+WI_SOURCE_KINDS(SIGN_DECL_)
+#undef SIGN_DECL_
 
-static int	sign_github(const sim_source *src, const char *body, size_t len,
-						int64_t now, hdr_list *out);
-
-static const sign_scheme schemes[SK__COUNT] = {
-	[SK_STRIPE] = {"stripe", sign_stripe},
-	[SK_SHOPIFY] = {"shopify", sign_shopify},
-	[SK_STANDARD] = {"standard", sign_standard},
-	[SK_GITHUB] = {"github", sign_github},
+/*
+ * One row per kind of include/webhook_inbox_kinds.h, indexed by it and made
+ * from it: a kind added there without its sign_<kind>() here does not compile.
+ */
+#define SCHEME_(name, ts) [WI_KIND_##name] = {sign_##name},
+static const sign_scheme schemes[] = {
+	WI_SOURCE_KINDS(SCHEME_)
 };
+#undef SCHEME_
 
 const char *
 sign_kind_name(sign_kind k)
 {
-	return schemes[k].name;
+	return wi_source_kind_name(k);
 }
 
 void
@@ -102,7 +108,7 @@ source_parse(sign_kind kind, const char *arg, sim_source *src,
 	memset(src, 0, sizeof(*src));
 	if (colon == NULL || colon == arg || colon[1] == '\0')
 	{
-		snprintf(err, errlen, "--%s expects NAME:SECRET", schemes[kind].name);
+		snprintf(err, errlen, "--%s expects NAME:SECRET", sign_kind_name(kind));
 		return -1;
 	}
 	for (i = 0; arg + i < colon; i++)
@@ -113,14 +119,14 @@ source_parse(sign_kind kind, const char *arg, sim_source *src,
 			  (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.'))
 		{
 			snprintf(err, errlen, "--%s: source name may only contain letters, digits, '-', '_' and '.'",
-					 schemes[kind].name);
+					 sign_kind_name(kind));
 			return -1;
 		}
 	}
 	src->kind = kind;
 	src->name = xstrndup(arg, (size_t) (colon - arg));
 	src->secret = xstrdup(colon + 1);
-	if (kind == SK_STANDARD)
+	if (kind == WI_KIND_standard)
 	{
 		const char *b64 = src->secret;
 		int			n;
@@ -142,6 +148,31 @@ source_parse(sign_kind kind, const char *arg, sim_source *src,
 		src->keylen = strlen(src->secret);
 		src->key = (unsigned char *) xstrdup(src->secret);
 	}
+	return 0;
+}
+
+int
+source_add(sim_source *sources, int *nsources, sign_kind kind, const char *arg,
+		   char *err, size_t errlen)
+{
+	int			i;
+
+	for (i = 0; i < *nsources; i++)
+		if (sources[i].kind == kind)
+		{
+			snprintf(err, errlen, "--%s given twice", sign_kind_name(kind));
+			return -1;
+		}
+	if (source_parse(kind, arg, &sources[*nsources], err, errlen) != 0)
+		return -1;
+	for (i = 0; i < *nsources; i++)
+		if (strcmp(sources[i].name, sources[*nsources].name) == 0)
+		{
+			snprintf(err, errlen, "two sources named \"%s\"", sources[i].name);
+			source_free(&sources[*nsources]);
+			return -1;
+		}
+	(*nsources)++;
 	return 0;
 }
 
@@ -217,21 +248,41 @@ hmac_sha256(const sim_source *src, const char *prefix, const char *body,
 	free(msg);
 }
 
-static int
-sign_stripe(const sim_source *src, const char *body, size_t len,
-			int64_t now, hdr_list *out)
+/* The same, hex-encoded into hex[65]. */
+static void
+hmac_sha256_hex(const sim_source *src, const char *prefix, const char *body,
+				size_t len, char *hex)
 {
 	unsigned char mac[32];
+
+	hmac_sha256(src, prefix, body, len, mac);
+	hex_encode(mac, 32, hex);
+}
+
+/*
+ * Schemes that sign "<now><sep><body>" and send now and the hex HMAC in one
+ * header, formatted by value_fmt ("%lld" then "%s").
+ */
+static int
+sign_ts_hex(const sim_source *src, const char *body, size_t len, int64_t now,
+			char sep, const char *header, const char *value_fmt, hdr_list *out)
+{
 	char		prefix[32],
 				hex[65],
 				value[128];
 
-	snprintf(prefix, sizeof(prefix), "%lld.", (long long) now);
-	hmac_sha256(src, prefix, body, len, mac);
-	hex_encode(mac, 32, hex);
-	snprintf(value, sizeof(value), "t=%lld,v1=%s", (long long) now, hex);
-	hdr_add(out, "Stripe-Signature", value);
+	snprintf(prefix, sizeof(prefix), "%lld%c", (long long) now, sep);
+	hmac_sha256_hex(src, prefix, body, len, hex);
+	snprintf(value, sizeof(value), value_fmt, (long long) now, hex);
+	hdr_add(out, header, value);
 	return 0;
+}
+
+static int
+sign_stripe(const sim_source *src, const char *body, size_t len,
+			int64_t now, hdr_list *out)
+{
+	return sign_ts_hex(src, body, len, now, '.', "Stripe-Signature", "t=%lld,v1=%s", out);
 }
 
 static int
@@ -273,20 +324,61 @@ sign_standard(const sim_source *src, const char *body, size_t len,
 	return 0;
 }
 
+/* Body-only schemes: hex HMAC of the body, after prefix, in header. */
 static int
-sign_github(const sim_source *src, const char *body, size_t len,
-			int64_t now, hdr_list *out)
+sign_body_hex(const sim_source *src, const char *body, size_t len,
+			  const char *header, const char *prefix, hdr_list *out)
 {
-	unsigned char mac[32];
 	char		hex[65],
 				value[80];
 
-	(void) now;
-	hmac_sha256(src, "", body, len, mac);
-	hex_encode(mac, 32, hex);
-	snprintf(value, sizeof(value), "sha256=%s", hex);
-	hdr_add(out, "X-Hub-Signature-256", value);
+	hmac_sha256_hex(src, "", body, len, hex);
+	snprintf(value, sizeof(value), "%s%s", prefix, hex);
+	hdr_add(out, header, value);
 	return 0;
+}
+
+/*
+ * The schemes that sign the body alone, hex: sign_<kind>() puts the HMAC,
+ * after its prefix, in its header.
+ */
+#define SIGN_BODY_HEX(name, header, prefix) \
+static int \
+sign_##name(const sim_source *src, const char *body, size_t len, \
+			int64_t now, hdr_list *out) \
+{ \
+	(void) now; \
+	return sign_body_hex(src, body, len, header, prefix, out); \
+}
+SIGN_BODY_HEX(github, "X-Hub-Signature-256", "sha256=")
+SIGN_BODY_HEX(razorpay, "X-Razorpay-Signature", "")
+SIGN_BODY_HEX(checkout, "Cko-Signature", "")
+SIGN_BODY_HEX(hmac, "X-Webhook-Signature", "")
+#undef SIGN_BODY_HEX
+
+static int
+sign_slack(const sim_source *src, const char *body, size_t len,
+		   int64_t now, hdr_list *out)
+{
+	char		prefix[40],
+				ts[24],
+				hex[65],
+				value[80];
+
+	snprintf(ts, sizeof(ts), "%lld", (long long) now);
+	snprintf(prefix, sizeof(prefix), "v0:%s:", ts);
+	hmac_sha256_hex(src, prefix, body, len, hex);
+	snprintf(value, sizeof(value), "v0=%s", hex);
+	hdr_add(out, "X-Slack-Request-Timestamp", ts);
+	hdr_add(out, "X-Slack-Signature", value);
+	return 0;
+}
+
+static int
+sign_paddle(const sim_source *src, const char *body, size_t len,
+			int64_t now, hdr_list *out)
+{
+	return sign_ts_hex(src, body, len, now, ':', "Paddle-Signature", "ts=%lld;h1=%s", out);
 }
 
 int

@@ -5,6 +5,9 @@
  * A source is a receiver endpoint (/hooks/<name>) with one secret and one
  * scheme.  Each scheme is a row in a table of small functions: it adds the
  * scheme's signature headers, computed at send time over the exact body.
+ * The schemes are the source kinds of include/webhook_inbox_kinds.h, every
+ * one of them (the table is made from that list); each is also a command
+ * line option, --KIND NAME:SECRET, of serve and replay.
  */
 #ifndef SIM_SIGN_H
 #define SIM_SIGN_H
@@ -12,16 +15,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "webhook_inbox_kinds.h"
+
 #define HDR_MAX 16
 
-typedef enum sign_kind
-{
-	SK_STRIPE,
-	SK_SHOPIFY,
-	SK_STANDARD,
-	SK_GITHUB,
-	SK__COUNT
-} sign_kind;
+typedef WiSourceKind sign_kind;
+
+/*
+ * getopt_long rows "--KIND NAME:SECRET", one per kind, and the option value
+ * each returns (SIM_OPT_KIND + the kind), above every single-character and
+ * small-number option of the commands.
+ */
+#define SIM_OPT_KIND 256
+#define SIM_KIND_OPTION_(name, ts) {#name, required_argument, NULL, SIM_OPT_KIND + WI_KIND_##name},
+#define SIM_KIND_OPTIONS WI_SOURCE_KINDS(SIM_KIND_OPTION_)
+/* " stripe standard …": the kinds, for --help */
+#define SIM_KIND_HELP_(name, ts) " " #name
 
 typedef struct sim_header
 {
@@ -44,7 +53,7 @@ typedef struct sim_source
 	size_t		keylen;
 } sim_source;
 
-/* "stripe", "shopify", "standard" or "github". */
+/* The kind's name ("stripe", "shopify" …), as sources.kind spells it. */
 extern const char *sign_kind_name(sign_kind k);
 
 /*
@@ -56,9 +65,18 @@ extern int	source_parse(sign_kind kind, const char *arg, sim_source *src,
 extern void source_free(sim_source *src);
 
 /*
+ * Parse "NAME:SECRET" of the given kind into sources[*nsources] and count it,
+ * refusing a kind given twice and a name already taken.  Returns 0, or -1
+ * with a one-line reason in err (the array is then as it was).
+ */
+extern int	source_add(sim_source *sources, int *nsources, sign_kind kind,
+					   const char *arg, char *err, size_t errlen);
+
+/*
  * Add the signature headers of src's scheme for body to out, using now as
  * the signing time.  The standard scheme reads "webhook-id" from out (it
- * must already be there).  Returns 0, or -1 if out is full or a required
+ * must already be there).  The hmac kind signs as a source configured with
+ * settings {"header": "X-Webhook-Signature"} verifies: hex, over the body.  Returns 0, or -1 if out is full or a required
  * header is missing.
  */
 extern int	sign_headers(const sim_source *src, const char *body, size_t len,
