@@ -66,9 +66,10 @@ SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
 # $(PREFIX)/bin and their man pages under $(PREFIX)/share/man/man1.
 PREFIX ?= /usr/local
 
-# The source kinds are written once, in $(KINDS_H); the scripts' @SOURCE_KINDS@
-# placeholders (the sources.kind CHECK, create_source()'s hint) are filled
-# from it, in the install script and the upgrade's DDL alike.
+# The source kinds are written once, in $(KINDS_H); the @SOURCE_KINDS@
+# placeholders (the sources.kind CHECK, create_source()'s hint, the receiver's
+# man page) are filled from it, in the install script and the upgrade's DDL
+# alike.
 SOURCE_KINDS = perl scripts/source-kinds.pl $(KINDS_H)
 
 sql/$(EXTENSION)--$(EXT_VERSION).sql: $(SQL_PARTS) $(KINDS_H) scripts/source-kinds.pl
@@ -89,8 +90,10 @@ $(EXTENSION).control: $(EXTENSION).control.in Makefile
 META.json: META.json.in Makefile
 	sed 's/@EXT_VERSION@/$(EXT_VERSION)/g' $< > $@
 MAN_PAGES = man/webhook-receiver.1 man/webhook-sim.1
-man/%.1: man/%.1.in Makefile
-	sed 's/@EXT_VERSION@/$(EXT_VERSION)/g' $< > $@
+man/%.1: man/%.1.in Makefile $(KINDS_H) scripts/source-kinds.pl
+	$(SOURCE_KINDS) $< > $@.tmp
+	sed 's/@EXT_VERSION@/$(EXT_VERSION)/g' $@.tmp > $@
+	rm $@.tmp
 
 all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
 install: install-subdirs install-man

@@ -40,6 +40,11 @@ my %kinds = (
 	},
 );
 
+# every kind of the list (include/webhook_inbox_kinds.h), no other
+is_deeply([ sort keys %kinds ],
+	[ sort map { (split /\t/)[0] } split /\n/, `perl scripts/source-kinds.pl --list include/webhook_inbox_kinds.h` ],
+	'a delivery of every kind of the list is checked here');
+
 for my $kind (sort keys %kinds)
 {
 	my $k = $kinds{$kind};

@@ -5,7 +5,8 @@
 #	the sources.kind constraint names it, webhook-sim replay signs a
 #	delivery as it, the receiver verifies that delivery and intake() stores
 #	it as new; a kind not in the list is refused by each with its exact
-#	error.  The providers' documentation has a row for every kind.  (The
+#	error.  Preset routes are for kinds of the list, and the documentation of
+#	providers and schemes has a row for every kind.  (The
 #	receiver's and the extension's tables are checked against the list at
 #	compile time, and by receiver/test_verify.c.)
 
@@ -131,11 +132,18 @@ for my $kind (grep { !$modelled{$_} } @kinds)
 		"webhook-sim serve: --$kind is for replay");
 }
 
-# the documentation of the kinds has a row for each
-my $doc = slurp_file('docs/providers.md');
-for my $kind (@kinds)
+# preset routes are for kinds of the list only
+is($node->safe_psql('postgres',
+		"SELECT string_agg(DISTINCT source_kind, ' ') FROM webhook_inbox.routes
+		  WHERE preset AND source_kind <> ALL ('{" . join(',', @kinds) . "}')"),
+	'', 'every preset route is for a kind of the list');
+
+# the documentation of the kinds and of their schemes has a row for each
+for my $file ('docs/providers.md', 'docs/receiver.md')
 {
-	like($doc, qr/^\| `$kind` \|/m, "docs/providers.md documents kind $kind");
+	my ($table) = slurp_file($file) =~ /^(\| kind \|.*?)\n\n/ms;
+	my @rows = ($table // '') =~ /^\| `(\w+)` \|/mg;
+	is_deeply(\@rows, \@kinds, "$file has a row for every kind, in the list's order");
 }
 
 stop_receiver($r);
