@@ -438,10 +438,17 @@ new_delivery_id(char out[37])
 	}
 	b[6] = (unsigned char) ((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char) ((b[8] & 0x3f) | 0x80);
-	snprintf(out, 37,
-			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9],
-			 b[10], b[11], b[12], b[13], b[14], b[15]);
+	/* by hand, not snprintf: this runs for every delivery */
+	for (int i = 0, k = 0; i < 16; i++)
+	{
+		static const char hex[] = "0123456789abcdef";
+
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[k++] = '-';
+		out[k++] = hex[b[i] >> 4];
+		out[k++] = hex[b[i] & 0x0f];
+	}
+	out[36] = '\0';
 }
 
 static void

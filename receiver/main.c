@@ -167,6 +167,7 @@ int
 main(int argc, char **argv)
 {
 	SSL_CTX    *tls = NULL;
+	struct event_config *evcfg = NULL;
 	struct event *sigterm = NULL;
 	struct event *sigint = NULL;
 	struct event *sighup = NULL;
@@ -189,7 +190,15 @@ main(int argc, char **argv)
 		rc = 2;
 		goto err;
 	}
-	base = event_base_new();
+	/*
+	 * With the changelist, an event that evhttp disables and enables again
+	 * within one loop iteration (every request turns its connection from
+	 * reading to writing and back) costs no epoll_ctl() call.
+	 */
+	if ((evcfg = event_config_new()) == NULL ||
+		event_config_set_flag(evcfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST) != 0)
+		goto err;
+	base = event_base_new_with_config(evcfg);
 	if (base == NULL)
 		goto err;
 	deadline = evtimer_new(base, on_drain_deadline, NULL);
@@ -223,6 +232,8 @@ err:
 		event_free(deadline);
 	if (base)
 		event_base_free(base);
+	if (evcfg)
+		event_config_free(evcfg);
 	if (tls)
 		SSL_CTX_free(tls);
 	rcv_config_free(&cfg);

@@ -119,9 +119,15 @@ INSERT INTO parse_cases VALUES
 	(1, '"just a string"'), (2, '42'), (3, 'null'), (4, '[1, [2, {"a": null}], true, false]'),
 	(5, '{"a": 1, "a": 2, "b": {"c": "\u00e9\n\"x\"\\", "d": []}, "e": {}}'),
 	(6, '{"n": -1.5e3, "big": 123456789012345678901234567890, "z": 0.000, "e": 1E-7}'),
-	(7, ' { "sp" : [ ] , "u" : "\ud83d\ude00" } '), (8, '[]'), (9, '{}');
+	(7, ' { "sp" : [ ] , "u" : "\ud83d\ude00" } '), (8, '[]'), (9, '{}'),
+	-- the fast reader's own cases: keys to sort (by length, then bytes),
+	-- repeats among them, ASCII escapes, numbers at their edges, whitespace
+	(10, '{"zz": 1, "b": 2, "a": 3, "yy": [], "ccc": {"q": 1, "p": 2, "q": 3}, "a": 4}'),
+	(11, E'{"s": "\\u0041\\u007e\\/\\b\\f\\r\\t", "k\\u0041": 1, "ünï": "cödé", "": 0}'),
+	(12, E'\t[-0, 0.5, 10e+2, 2E-3, -12.5e3, 1.50, 0]\r\n'), (13, '"\u00e9 needs the full parser"'),
+	(14, '[[[[{"deep": [true, false, null]}]]]]');
 SELECT count(*) FROM webhook_inbox.intake_batch(
-	array_fill('bgh'::text, ARRAY[9]),
+	array_fill('bgh'::text, ARRAY[14]),
 	(SELECT array_agg(ARRAY['x-github-delivery', 'parse-' || n, 'x-github-event', 'ping'] ORDER BY n) FROM parse_cases),
 	(SELECT array_agg(wb(body) ORDER BY n) FROM parse_cases));
 SELECT c.n, i.payload::text = c.body::jsonb::text AS same_as_jsonb_in, i.status <> 'quarantined' AS readable
@@ -130,11 +136,11 @@ SELECT c.n, i.payload::text = c.body::jsonb::text AS same_as_jsonb_in, i.status 
  ORDER BY c.n;
 -- what the parser refuses is quarantined with its reason, never half-built
 SELECT outcome, reason FROM webhook_inbox.intake_batch(
-	ARRAY['bgh', 'bgh', 'bgh'],
-	ARRAY[['x-github-delivery', 'parse-bad-1', 'x-github-event', 'ping'],
-		  ['x-github-delivery', 'parse-bad-2', 'x-github-event', 'ping'],
-		  ['x-github-delivery', 'parse-bad-3', 'x-github-event', 'ping']],
-	ARRAY[wb('{"a": [1, 2, {"b": }]}'), wb('{"a": "\u0000"}'), wb('[1, 2] 3')]);
+	array_fill('bgh'::text, ARRAY[8]),
+	(SELECT array_agg(ARRAY['x-github-delivery', 'parse-bad-' || n, 'x-github-event', 'ping'] ORDER BY n)
+	   FROM generate_series(1, 8) n),
+	ARRAY[wb('{"a": [1, 2, {"b": }]}'), wb('{"a": "\u0000"}'), wb('[1, 2] 3'), wb('[01]'),
+		  wb('{"a": tru}'), wb('[1.]'), wb(E'["tab\tinside"]'), wb('[1, 2,]')]);
 SELECT event_id, payload IS NULL AS no_payload, raw_body IS NOT NULL AS raw_kept FROM webhook_inbox.inbox
  WHERE event_id LIKE 'parse-bad-%' ORDER BY event_id;
 
