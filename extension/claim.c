@@ -34,6 +34,7 @@
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_claim);
+PG_FUNCTION_INFO_V1(wi_local_candidates);
 
 #define CLAIM_COLUMNS 8
 
@@ -50,10 +51,26 @@ PG_FUNCTION_INFO_V1(wi_claim);
  */
 #define SCAN_FLOOR_TTL_MS	1000
 bool		wi_claim_scan_floor = false;	/* only the background worker sets it */
-static int64 scan_floor = 0;
-static TimestampTz scan_floor_at = 0;
+
+typedef struct ScanFloor
+{
+	int64		id;				/* scans start after it */
+	TimestampTz at;				/* when a full scan last set it */
+} ScanFloor;
+
+static ScanFloor claim_floor;	/* claim()'s scan */
+static ScanFloor local_floor;	/* _local_candidates()'s scan */
+
+/*
+ * The background worker works the objects whose events need no provider
+ * request through _work_local() first; its claim() then leaves their
+ * pending events alone (only the worker sets this).
+ */
+bool		wi_claim_skip_local = false;
 
 static SPIPlanPtr candidates_plan = NULL;
+static SPIPlanPtr candidates_nolocal_plan = NULL;
+static SPIPlanPtr local_plan = NULL;
 static SPIPlanPtr lease_plan = NULL;
 static SPIPlanPtr mark_plan = NULL;
 static SPIPlanPtr unlease_plan = NULL;
@@ -80,18 +97,39 @@ prepare_claim_plans(void)
 		 * row locks here: the advisory lock and the lease decide, and the
 		 * marking step skips rows locked by others.
 		 */
-		candidates_plan = wi_keep_plan(
-			"SELECT i.source_id, s.name, i.object_type, i.object_id, i.id "
-			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id "
-			"WHERE i.status IN ('pending', 'retry', 'processing') "
-			"AND (i.status = 'processing' OR i.next_attempt_at <= now()) "
-			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - 10 * $3 "
-			"  OR NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox j "
-			"    WHERE j.source_id = i.source_id AND j.object_type = i.object_type "
-			"    AND j.object_id = i.object_id AND j.status = 'pending' AND j.received_at > now() - $3)) "
-			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l "
-			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type "
-			"  AND l.object_id = i.object_id AND l.expires_at > now()) "
+#define CANDIDATES(EXTRA) \
+			"SELECT i.source_id, s.name, i.object_type, i.object_id, i.id " \
+			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id " \
+			"WHERE i.status IN ('pending', 'retry', 'processing') " \
+			"AND (i.status = 'processing' OR i.next_attempt_at <= now()) " EXTRA \
+			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - 10 * $3 " \
+			"  OR NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox j " \
+			"    WHERE j.source_id = i.source_id AND j.object_type = i.object_type " \
+			"    AND j.object_id = i.object_id AND j.status = 'pending' AND j.received_at > now() - $3)) " \
+			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l " \
+			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type " \
+			"  AND l.object_id = i.object_id AND l.expires_at > now()) " \
+			"AND i.id > $2 ORDER BY i.id LIMIT $1"
+
+		candidates_plan = wi_keep_plan(CANDIDATES(""), 3, t);
+		/* the worker's: pending events of the local strategies are _work_local()'s */
+		candidates_nolocal_plan = wi_keep_plan(CANDIDATES("AND (i.status <> 'pending' OR i.strategy = 'fetch') "),
+											   3, t);
+	}
+	{
+		Oid			t[3] = {INT4OID, INT8OID, INTERVALOID};
+
+		/*
+		 * _work_local()'s candidates: due pending events that need no
+		 * provider request, oldest first, through the same claim index
+		 * ($3 is unused: the same scan loop runs both).
+		 */
+		local_plan = wi_keep_plan(
+			"SELECT i.source_id, NULL::text, i.object_type, i.object_id, i.id "
+			"FROM webhook_inbox.inbox i "
+			"WHERE i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending' "
+			"AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore') "
+			"AND i.next_attempt_at <= now() AND $3 IS NOT NULL "
 			"AND i.id > $2 ORDER BY i.id LIMIT $1", 3, t);
 	}
 	{
@@ -152,6 +190,79 @@ prepare_claim_plans(void)
 		unlease_plan = wi_keep_plan(
 			"DELETE FROM webhook_inbox.object_leases WHERE token = ANY ($1)", 1, t);
 	}
+}
+
+/*
+ * Candidates: distinct objects in order of their oldest due event, by one
+ * of the scans above.  Reads pages until there are twice as many objects as
+ * asked for (some will be taken by concurrent claimers) or the due events
+ * run out.  Inside SPI; the candidates are allocated in the caller's SPI
+ * context.
+ */
+static int
+scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, Interval *fetch_delay,
+				Candidate **out)
+{
+	int			page = Max(max_objects * 4, 100);
+	int			want = max_objects * 2;
+	int			cap = 8;
+	TimestampTz now = GetCurrentTimestamp();
+	bool		full = !wi_claim_scan_floor ||
+		TimestampDifferenceExceeds(floor->at, now, SCAN_FLOOR_TTL_MS);
+	int64		after = full ? 0 : floor->id;
+	int64		first_id = 0;
+	int			scanned = 0;
+	int			ncands = 0;
+	Candidate  *cands = palloc(sizeof(Candidate) * (want + 1));
+
+	while (ncands < want && scanned < page * cap)
+	{
+		Datum		a[3] = {Int32GetDatum(page), Int64GetDatum(after), IntervalPGetDatum(fetch_delay)};
+		uint64		got;
+		int			rc = SPI_execute_plan(plan, a, NULL, true, 0);
+
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "webhook_inbox: reading claim candidates failed: %s",
+				 SPI_result_code_string(rc));
+		got = SPI_processed;
+		scanned += got;
+		for (uint64 r = 0; r < got && ncands < want; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			Candidate	c;
+			bool		seen = false;
+
+			c.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+			c.object_type = SPI_getvalue(tup, desc, 3);
+			c.object_id = SPI_getvalue(tup, desc, 4);
+			after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+			if (first_id == 0)
+				first_id = after;
+			for (int k = 0; k < ncands && !seen; k++)
+				seen = cands[k].source_id == c.source_id &&
+					strcmp(cands[k].object_type, c.object_type) == 0 &&
+					strcmp(cands[k].object_id, c.object_id) == 0;
+			if (!seen)
+			{
+				c.source = SPI_getvalue(tup, desc, 2);
+				cands[ncands++] = c;
+			}
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (got < (uint64) page)
+			break;
+	}
+	if (full)
+	{
+		floor->id = first_id > 0 ? first_id - 1 : 0;
+		floor->at = now;
+	}
+	else if (first_id > 0)
+		floor->id = Max(floor->id, first_id - 1);
+	*out = cands;
+	return ncands;
 }
 
 /* Which strategy the claim runs: a fetch covers everything else. */
@@ -224,70 +335,8 @@ wi_claim(PG_FUNCTION_ARGS)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
 
-	/*
-	 * Candidates: distinct objects in order of their oldest due event.  Read
-	 * pages until there are twice as many objects as asked for (some will be
-	 * taken by concurrent claimers) or the due events run out.
-	 */
-	{
-		int			page = Max(max_objects * 4, 100);
-		int			want = max_objects * 2;
-		int			cap = 8;
-		TimestampTz now = GetCurrentTimestamp();
-		bool		full = !wi_claim_scan_floor ||
-			TimestampDifferenceExceeds(scan_floor_at, now, SCAN_FLOOR_TTL_MS);
-		int64		after = full ? 0 : scan_floor;
-		int64		first_id = 0;
-		int			scanned = 0;
-
-		cands = palloc(sizeof(Candidate) * (want + 1));
-		while (ncands < want && scanned < page * cap)
-		{
-			Datum		a[3] = {Int32GetDatum(page), Int64GetDatum(after), IntervalPGetDatum(fetch_delay)};
-			uint64		got;
-
-			rc = SPI_execute_plan(candidates_plan, a, NULL, true, 0);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "webhook_inbox: reading claim candidates failed: %s",
-					 SPI_result_code_string(rc));
-			got = SPI_processed;
-			scanned += got;
-			for (uint64 r = 0; r < got && ncands < want; r++)
-			{
-				HeapTuple	tup = SPI_tuptable->vals[r];
-				TupleDesc	desc = SPI_tuptable->tupdesc;
-				bool		isnull;
-				Candidate	c;
-				bool		seen = false;
-
-				c.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-				c.object_type = SPI_getvalue(tup, desc, 3);
-				c.object_id = SPI_getvalue(tup, desc, 4);
-				after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-				if (first_id == 0)
-					first_id = after;
-				for (int k = 0; k < ncands && !seen; k++)
-					seen = cands[k].source_id == c.source_id &&
-						strcmp(cands[k].object_type, c.object_type) == 0 &&
-						strcmp(cands[k].object_id, c.object_id) == 0;
-				if (!seen)
-				{
-					c.source = SPI_getvalue(tup, desc, 2);
-					cands[ncands++] = c;
-				}
-			}
-			SPI_freetuptable(SPI_tuptable);
-			if (got < (uint64) page)
-				break;
-		}
-		if (full)
-		{
-			scan_floor = first_id > 0 ? first_id - 1 : 0;
-			scan_floor_at = now;
-		}
-		else if (first_id > 0)
-			scan_floor = Max(scan_floor, first_id - 1);
-	}
+	ncands = scan_candidates(wi_claim_skip_local ? candidates_nolocal_plan : candidates_plan, &claim_floor,
+							 max_objects, fetch_delay, &cands);
 
 	if (ncands > 0)
 	{
@@ -429,6 +478,47 @@ wi_claim(PG_FUNCTION_ARGS)
 		}
 	}
 
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/*
+ * _local_candidates(max_objects int)
+ *	 returns table (source_id, object_type, object_id)
+ *
+ * The objects _work_local() may take, in order of their oldest due pending
+ * event of a local strategy: up to twice max_objects, since some will be
+ * held by claims.  The background worker's scans start at its floor, as
+ * claim()'s do.
+ */
+Datum
+wi_local_candidates(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		max_objects = PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0);
+	Interval   *unused = palloc0(sizeof(Interval));
+	Candidate  *cands;
+	int			ncands;
+
+	if (max_objects < 1 || max_objects > 10000)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_objects must be between 1 and 10000")));
+	InitMaterializedSRF(fcinfo, 0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	prepare_claim_plans();
+	ncands = scan_candidates(local_plan, &local_floor, max_objects, unused, &cands);
+	for (int k = 0; k < ncands; k++)
+	{
+		Datum		values[3];
+		bool		nulls[3] = {0};
+
+		values[0] = Int32GetDatum(cands[k].source_id);
+		values[1] = CStringGetTextDatum(cands[k].object_type);
+		values[2] = CStringGetTextDatum(cands[k].object_id);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -29,6 +29,7 @@ static const OutcomeInfo outcomes[WI_OUT__COUNT] = {
 	[WI_OUT_RETRY] = {"retry", WI_STAT_RETRIES},
 	[WI_OUT_DEFERRED] = {"deferred", WI_STAT_DEFERRED},
 	[WI_OUT_NEED_FETCH] = {"need_fetch", -1},
+	[WI_OUT_TAKEN] = {"taken", -1},
 };
 
 WiOutcome

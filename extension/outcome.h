@@ -27,6 +27,7 @@ typedef enum WiOutcome
 	WI_OUT_RETRY,				/* put back for a later attempt */
 	WI_OUT_DEFERRED,			/* put back without counting an attempt */
 	WI_OUT_NEED_FETCH,			/* only the provider's present can decide */
+	WI_OUT_TAKEN,				/* events a round took without a lease */
 	WI_OUT__COUNT
 } WiOutcome;
 

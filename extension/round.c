@@ -2,7 +2,13 @@
  * round.c
  *		One round of the background worker: claim, local work, fetch, save.
  *
- *   1. claim() up to batch_size objects under a lease (one transaction);
+ *   0. _work_local() takes up to batch_size objects whose pending events
+ *      need no provider request and works them in the same transaction,
+ *      straight from pending to their outcome: no lease, no processing
+ *      state, one commit (the fast path; a failure leaves them to step 1);
+ *   1. claim() up to batch_size objects under a lease (one transaction):
+ *      what the fast path leaves (fetches, retries, expired claims, and
+ *      after a failed fast path everything);
  *   2. _work_round() applies, for all claims at once, what needs no provider
  *      request (version, machine, occurrence, unordered, ignore) and says
  *      which claims need a fetch (fetch strategy, or a tie with a read API);
@@ -124,6 +130,64 @@ give_back(const WiSteps *steps, int64 token, GiveBack how, const char *reason, d
 	if (how == GIVE_AUTH)
 		wi_stat_add(WI_STAT_AUTH_REFUSED, 1);
 	wi_outcome_count(g.result, 1);
+}
+
+/* ---------- step 0: the fast path ---------- */
+
+typedef struct LocalRound
+{
+	int			objects;
+	uint64		events;
+	uint64		counts[WI_OUT__COUNT];
+} LocalRound;
+
+static void
+fast_xact(void *arg)
+{
+	LocalRound *lr = (LocalRound *) arg;
+	Oid			t[1] = {INT4OID};
+	Datum		v[1] = {Int32GetDatum(wi_batch_size)};
+
+	memset(lr, 0, sizeof(*lr));
+	wi_spi_exec("SELECT token, outcome, events FROM webhook_inbox._work_local($1)", 1, t, v, NULL,
+				SPI_OK_SELECT);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		WiOutcome	o = wi_outcome_from_name(SPI_getvalue(tup, desc, 2));
+		int32		n = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+
+		if (o == WI_OUT_TAKEN)
+		{
+			lr->objects++;
+			lr->events += n;
+		}
+		else
+			lr->counts[o] += n;
+	}
+}
+
+/*
+ * Runs the fast path and counts what it did once committed.  Returns
+ * whether it succeeded; how many objects it took is in *objects.
+ */
+static bool
+fast_path(const WiSteps *steps, int *objects)
+{
+	LocalRound	lr;
+
+	*objects = 0;
+	pgstat_report_activity(STATE_RUNNING, "working local events");
+	if (wi_step_run(steps, fast_xact, &lr) != NULL)
+		return false;
+	*objects = lr.objects;
+	wi_stat_add(WI_STAT_CLAIMED, lr.objects);
+	wi_stat_add(WI_STAT_EVENTS, lr.events);
+	for (int o = 0; o < WI_OUT__COUNT; o++)
+		wi_outcome_count((WiOutcome) o, lr.counts[o]);
+	return true;
 }
 
 /* ---------- step 1: claim ---------- */
@@ -556,11 +620,20 @@ wi_round_run(const WiSteps *steps)
 {
 	Round		rd;
 
+	int			fast = 0;
+	bool		fast_ok;
+
+	fast_ok = fast_path(steps, &fast);
+	if (wi_steps_stopping(steps))
+		return false;
+
 	memset(&rd, 0, sizeof(rd));
 	rd.steps = steps;
 	pgstat_report_activity(STATE_RUNNING, "claiming");
+	/* after a failed fast path, claim() takes its events too, one claim at a time if need be */
+	wi_claim_skip_local = fast_ok;
 	if (wi_step_run(steps, claim_xact, &rd) != NULL || rd.nclaims == 0)
-		return false;
+		return fast >= wi_batch_size;
 	wi_stat_add(WI_STAT_CLAIMED, rd.nclaims);
 	for (int i = 0; i < rd.nclaims; i++)
 		wi_stat_add(WI_STAT_EVENTS, rd.claims[i].nevents);
@@ -574,5 +647,5 @@ wi_round_run(const WiSteps *steps)
 	}
 	if (local_work(&rd) > 0)
 		fetch_claims(&rd);
-	return rd.nclaims >= wi_batch_size;
+	return fast >= wi_batch_size || rd.nclaims >= wi_batch_size;
 }

@@ -23,6 +23,7 @@ extern SPIPlanPtr wi_keep_plan(const char *sql, int nargs, Oid *types);
 
 /* claim.c: the background worker starts candidate scans at a floor */
 extern bool wi_claim_scan_floor;
+extern bool wi_claim_skip_local;
 
 /* GUCs (guc.c) */
 extern char *wi_database;

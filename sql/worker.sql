@@ -83,12 +83,32 @@ COMMENT ON TABLE @extschema@.repairs IS
 -- Processing a claim
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._work_round(p_tokens bigint[])
+CREATE FUNCTION @extschema@._round_events(p_ids bigint[], p_tokens bigint[], p_from text)
+RETURNS TABLE (id bigint, claim_token bigint, source_id integer, object_type text, object_id text,
+			   strategy text, route_id integer, status_value text, payload jsonb, provider_version numeric,
+			   provider_time timestamptz)
+LANGUAGE sql STABLE AS $$
+	/*
+	 * The events a round works on, each with the token of its object's
+	 * claim: events claimed under a lease (p_from processing, still under
+	 * that token), or pending events the round took itself (p_from
+	 * pending).  No SET search_path: the planner inlines it into each
+	 * statement of _work_events() (see sql/search_path.sql).
+	 */
+	SELECT i.id, c.tok, i.source_id, i.object_type, i.object_id, i.strategy, i.route_id, i.status_value,
+		   i.payload, i.provider_version, i.provider_time
+	  FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_tokens)) AS c(id, tok)
+	  JOIN webhook_inbox.inbox i ON i.id OPERATOR(pg_catalog.=) c.id
+	 WHERE i.status OPERATOR(pg_catalog.=) p_from
+	   AND (p_from OPERATOR(pg_catalog.=) 'pending' OR i.claim_token OPERATOR(pg_catalog.=) c.tok)
+$$;
+COMMENT ON FUNCTION @extschema@._round_events(bigint[], bigint[], text) IS
+	'The events of a round with their claim''s token: claimed (processing under that token) or taken by the round itself (pending).';
+
+CREATE FUNCTION @extschema@._work_events(p_ids bigint[], p_tokens bigint[], p_from text)
 RETURNS TABLE (token bigint, outcome text, events integer)
 LANGUAGE plpgsql AS $$
 DECLARE
-	live bigint[];				/* claims still ours, their leases locked */
-	fenced bigint[] := '{}';	/* claims taken over: nothing of theirs is finished */
 	/* decided events: finished in one statement at the end */
 	d_id bigint[] := '{}';
 	d_token bigint[] := '{}';
@@ -98,22 +118,36 @@ DECLARE
 	/* outcomes counted besides the decisions: ties a fetch decides, occurrence kinds */
 	x_token bigint[] := '{}';
 	x_outcome text[] := '{}';
+	/* the round's events by what decides them, each with its claim's token */
+	a_ids bigint[];				/* the route alone, or a fetch */
+	a_toks bigint[];
+	o_ids bigint[];				/* occurrences (and state events that also record one) */
+	o_toks bigint[];
+	m_ids bigint[];				/* machine walks */
+	m_toks bigint[];
+	v_ids bigint[];				/* version walks */
+	v_toks bigint[];
 	bad record;
 BEGIN
 	/*
-	 * The claims' leases, locked in token order (no deadlock between
-	 * workers), and the fence check of each object: a claim that was taken
-	 * over is reported fenced and left to its new holder.
+	 * Each statement below reads only the events it decides: one pass
+	 * sorts them, so a round of occurrences reads each event twice (here
+	 * and in its insert), not once per statement.
 	 */
-	SELECT coalesce(array_agg(f.token) FILTER (WHERE NOT f.fenced), '{}'),
-		   coalesce(array_agg(f.token) FILTER (WHERE f.fenced), '{}')
-	  INTO live, fenced
-	  FROM (SELECT l.token, webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, l.token) AS fenced
-			  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
-					 ORDER BY x.token FOR UPDATE) l) f;
-	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
-							   WHERE t <> ALL (live) AND t <> ALL (fenced));
+	SELECT coalesce(array_agg(i.id) FILTER (WHERE k.a), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.a), '{}'),
+		   coalesce(array_agg(i.id) FILTER (WHERE k.o), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.o), '{}'),
+		   coalesce(array_agg(i.id) FILTER (WHERE k.m), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.m), '{}'),
+		   coalesce(array_agg(i.id) FILTER (WHERE k.v), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.v), '{}')
+	  INTO a_ids, a_toks, o_ids, o_toks, m_ids, m_toks, v_ids, v_toks
+	  FROM webhook_inbox._round_events(p_ids, p_tokens, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 CROSS JOIN LATERAL (
+			SELECT i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL AS m,
+				   i.strategy = 'version' AS v,
+				   i.strategy = 'occurrence'
+					OR (r.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')) AS o) k0
+	 CROSS JOIN LATERAL (SELECT k0.m, k0.v, k0.o, NOT (k0.m OR k0.v OR i.strategy = 'occurrence') AS a) k;
 
+	IF cardinality(a_ids) > 0 THEN
 	/*
 	 * Events decided by their route alone, and machine events that cannot
 	 * be applied: one statement.
@@ -128,18 +162,19 @@ BEGIN
 		   d_outcome || coalesce(array_agg(CASE i.strategy WHEN 'ignore' THEN 'ignored'
 				WHEN 'unordered' THEN 'unorderable' END), '{}')
 	  INTO d_id, d_token, d_status, d_reason, d_outcome
-	  FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
-	 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
-	   AND (i.strategy NOT IN ('fetch', 'version', 'machine', 'occurrence')
+	  FROM webhook_inbox._round_events(a_ids, a_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE (i.strategy NOT IN ('fetch', 'version', 'machine', 'occurrence')
 			OR (i.strategy = 'machine' AND (r.machine IS NULL OR i.status_value IS NULL)));
 
 	/* fetch events: only the provider's present decides them */
 	SELECT x_token || coalesce(array_agg(DISTINCT i.claim_token), '{}'),
 		   x_outcome || coalesce(array_agg('need_fetch'::text), '{}')
 	  INTO x_token, x_outcome
-	  FROM (SELECT DISTINCT ON (i.claim_token) i.claim_token FROM webhook_inbox.inbox i
-			 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'fetch') i;
+	  FROM (SELECT DISTINCT ON (i.claim_token) i.claim_token FROM webhook_inbox._round_events(a_ids, a_toks, p_from) i
+			 WHERE i.strategy = 'fetch') i;
+	END IF;
 
+	IF cardinality(o_ids) > 0 THEN
 	/*
 	 * Occurrences: insert-once, one statement.  An occurrence event records
 	 * its object as an occurrence of its object type; a state event whose
@@ -157,9 +192,8 @@ BEGIN
 			   CASE WHEN r.currency_path IS NOT NULL THEN webhook_inbox._scalar_text(
 					jsonb_path_query_first(i.payload, r.currency_path)) END AS cur,
 			   i.provider_version, i.provider_time
-		  FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
-		 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
-		   AND (i.strategy = 'occurrence'
+		  FROM webhook_inbox._round_events(o_ids, o_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+		 WHERE (i.strategy = 'occurrence'
 				OR (r.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')))),
 	ranked AS (
 		SELECT e.*, row_number() OVER (PARTITION BY e.claim_token, e.kind
@@ -189,7 +223,9 @@ BEGIN
 	  INTO d_id, d_token, d_status, d_reason, d_outcome, x_token, x_outcome
 	  /* an event records at most one occurrence: its id says which were new (a hashed lookup) */
 	  FROM (SELECT r.*, r.id IN (SELECT n.first_event_id FROM ins n) AS recorded FROM ranked r) e;
+	END IF;
 
+	IF cardinality(m_ids) > 0 OR cardinality(v_ids) > 0 THEN
 	/*
 	 * Machines.  Each event's outcome depends on the status the one before
 	 * it left, so the events of each object are walked in provider order,
@@ -199,8 +235,8 @@ BEGIN
 	 * apply_transition(), whose rules this is.
 	 */
 	SELECT r.machine, i.object_id, i.status_value INTO bad
-	  FROM webhook_inbox.inbox i JOIN webhook_inbox.routes r ON r.id = i.route_id
-	 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine'
+	  FROM webhook_inbox._round_events(m_ids, m_toks, p_from) i JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE i.strategy = 'machine'
 	   AND i.status_value IS NOT NULL
 	   AND (i.object_id = '' OR i.status_value = ''
 			OR NOT EXISTS (SELECT 1 FROM webhook_inbox.machines m WHERE m.machine = r.machine))
@@ -214,8 +250,8 @@ BEGIN
 			USING ERRCODE = 'undefined_object', HINT = 'Insert its edges into webhook_inbox.machines.';
 	END IF;
 	SELECT i.object_id, i.provider_version INTO bad
-	  FROM webhook_inbox.inbox i
-	 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'version'
+	  FROM webhook_inbox._round_events(v_ids, v_toks, p_from) i
+	 WHERE i.strategy = 'version'
 	   AND (i.object_id = '' OR i.object_type = '' OR i.provider_version = 'NaN'::numeric)
 	 LIMIT 1;
 	IF FOUND THEN
@@ -232,17 +268,15 @@ BEGIN
 	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status)
 	SELECT DISTINCT ON (i.source_id, i.object_type, i.object_id) i.source_id, i.object_type, i.object_id,
 		   CASE WHEN i.strategy = 'machine' THEN 'unknown' END
-	  FROM webhook_inbox.inbox i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
-	 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
-	   AND (i.strategy = 'version'
+	  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	 WHERE (i.strategy = 'version'
 			OR (i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL))
 	 ORDER BY i.source_id, i.object_type, i.object_id, i.strategy = 'machine' DESC
 	ON CONFLICT DO NOTHING;
 	PERFORM 1 FROM webhook_inbox.objects o
 	 WHERE (o.source_id, o.object_type, o.object_id) IN (
-			SELECT i.source_id, i.object_type, i.object_id FROM webhook_inbox.inbox i
-			 WHERE i.claim_token = ANY (live) AND i.status = 'processing'
-			   AND i.strategy IN ('machine', 'version'))
+			SELECT i.source_id, i.object_type, i.object_id FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
+			 WHERE i.strategy IN ('machine', 'version'))
 	 ORDER BY o.source_id, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	WITH RECURSIVE ev AS (
@@ -250,8 +284,8 @@ BEGIN
 			   coalesce(i.payload #> '{data,object}', i.payload) AS state,
 			   row_number() OVER (PARTITION BY i.claim_token
 								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
-		  FROM webhook_inbox.inbox i JOIN webhook_inbox.routes r ON r.id = i.route_id
-		 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'machine'
+		  FROM webhook_inbox._round_events(m_ids, m_toks, p_from) i JOIN webhook_inbox.routes r ON r.id = i.route_id
+		 WHERE i.strategy = 'machine'
 		   AND r.machine IS NOT NULL AND i.status_value IS NOT NULL),
 	walk AS (
 		SELECT e.*, p.cur AS from_status,
@@ -316,10 +350,10 @@ BEGIN
 			   s.api_base IS NOT NULL AS readable,
 			   row_number() OVER (PARTITION BY i.claim_token
 								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
-		  FROM webhook_inbox.inbox i
+		  FROM webhook_inbox._round_events(v_ids, v_toks, p_from) i
 		  JOIN webhook_inbox.sources s ON s.id = i.source_id
 		  LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
-		 WHERE i.claim_token = ANY (live) AND i.status = 'processing' AND i.strategy = 'version'),
+		 WHERE i.strategy = 'version'),
 	walk AS (
 		SELECT c.claim_token, c.source_id, c.object_type, c.object_id, 0::bigint AS rn,
 			   NULL::bigint AS id, NULL::text AS res, false AS readable, NULL::text AS from_st,
@@ -389,6 +423,8 @@ BEGIN
 								   FROM walk w, (VALUES (1), (2)) k(k)
 								  WHERE w.res = 'tie' AND w.readable), '{}')
 	  INTO d_id, d_token, d_status, d_reason, d_outcome, x_token, x_outcome;
+	END IF;
+
 	/*
 	 * A replayed event (requeued or reclassified) that the stored present
 	 * contradicts, stale or backward, is set aside for a person as
@@ -406,36 +442,162 @@ BEGIN
 
 	/*
 	 * What complete() and quarantine() do, for every decided event of the
-	 * round in one statement (the leases are ours, locked above), and the
-	 * claims left with nothing processing end.
+	 * round in one statement: from processing under the claim's token, or
+	 * straight from pending for the events the round took itself (the
+	 * token is recorded on them all).
 	 */
 	UPDATE webhook_inbox.inbox i
-	   SET status = d.st, reason = d.re, updated_at = now(),
+	   SET status = d.st, reason = d.re, updated_at = now(), claim_token = d.tok,
 		   processed_at = CASE WHEN d.st = 'quarantined' THEN i.processed_at ELSE now() END,
 		   decided_route = i.route_id, decided_route_version = i.route_version
 	  FROM unnest(d_id, d_token, d_status, d_reason) AS d(id, tok, st, re)
-	 WHERE i.id = d.id AND i.claim_token = d.tok AND i.status = 'processing' AND d.tok <> ALL (fenced);
-	DELETE FROM webhook_inbox.object_leases x
-	 WHERE x.token = ANY (ARRAY(SELECT DISTINCT t FROM unnest(d_token) t WHERE t <> ALL (fenced)))
-	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox i
-						WHERE i.claim_token = x.token AND i.status = 'processing');
+	 WHERE i.id = d.id AND i.status = p_from AND (p_from = 'pending' OR i.claim_token = d.tok);
 
 	RETURN QUERY
 	SELECT c.tok, c.o, count(*)::integer
-	  FROM (SELECT d.tok, d.o FROM unnest(d_token, d_outcome) AS d(tok, o)
-			 WHERE d.o IS NOT NULL AND d.tok <> ALL (fenced)
+	  FROM (SELECT d.tok, d.o FROM unnest(d_token, d_outcome) AS d(tok, o) WHERE d.o IS NOT NULL
 			UNION ALL
-			SELECT d.tok, 'quarantined' FROM unnest(d_token, d_status) AS d(tok, st)
-			 WHERE d.st = 'quarantined' AND d.tok <> ALL (fenced)
+			SELECT d.tok, 'quarantined' FROM unnest(d_token, d_status) AS d(tok, st) WHERE d.st = 'quarantined'
 			UNION ALL
-			SELECT x.tok, x.o FROM unnest(x_token, x_outcome) AS x(tok, o) WHERE x.tok <> ALL (fenced)
-			UNION ALL
-			SELECT f, 'fenced' FROM unnest(fenced) f) c
+			SELECT x.tok, x.o FROM unnest(x_token, x_outcome) AS x(tok, o)) c
 	 GROUP BY 1, 2;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._work_events(bigint[], bigint[], text) IS
+	'The local work of a round''s events (version, machine, occurrence, unordered, ignore), set-based: occurrences, machine walks, version walks with their transitions, and the finishing of every decided event are one statement each for the whole round. p_ids and p_tokens pair each event with its object''s claim token; p_from says whether they were claimed (processing) or taken by the round (pending). Returns (claim token, outcome, events) rows, outcome names as in extension/outcome.c; need_fetch marks a claim only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
+
+CREATE FUNCTION @extschema@._work_round(p_tokens bigint[])
+RETURNS TABLE (token bigint, outcome text, events integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+	live bigint[];				/* claims still ours, their leases locked */
+	fenced bigint[];			/* claims taken over: nothing of theirs is finished */
+	ids bigint[];
+	toks bigint[];
+BEGIN
+	/*
+	 * The claims' leases, locked in token order (no deadlock between
+	 * workers), and the fence check of each object: a claim that was taken
+	 * over is reported fenced and left to its new holder.
+	 */
+	SELECT coalesce(array_agg(f.token) FILTER (WHERE NOT f.fenced), '{}'),
+		   coalesce(array_agg(f.token) FILTER (WHERE f.fenced), '{}')
+	  INTO live, fenced
+	  FROM (SELECT l.token, webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, l.token) AS fenced
+			  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
+					 ORDER BY x.token FOR UPDATE) l) f;
+	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
+							   WHERE t <> ALL (live) AND t <> ALL (fenced));
+	SELECT coalesce(array_agg(i.id ORDER BY i.id), '{}'), coalesce(array_agg(i.claim_token ORDER BY i.id), '{}')
+	  INTO ids, toks
+	  FROM webhook_inbox.inbox i
+	 WHERE i.claim_token = ANY (live) AND i.status = 'processing';
+
+	RETURN QUERY SELECT w.token, w.outcome, w.events FROM webhook_inbox._work_events(ids, toks, 'processing') w;
+	/* the claims left with nothing processing end */
+	DELETE FROM webhook_inbox.object_leases x
+	 WHERE x.token = ANY (live)
+	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox i
+						WHERE i.claim_token = x.token AND i.status = 'processing');
+	RETURN QUERY SELECT f, 'fenced'::text, 1 FROM unnest(fenced) f;
+END
+$$;
 COMMENT ON FUNCTION @extschema@._work_round(bigint[]) IS
-	'The local work of all the claims of a round (version, machine, occurrence, unordered, ignore), set-based: occurrences, machine walks and their transitions, and the finishing of every decided event are one statement each for the whole round; versions go per event through upsert_object(). Returns (claim token, outcome, events) rows, outcome names as in extension/outcome.c; need_fetch marks a claim only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
+	'The local work of all the claims of a round (_work_events() over every event still processing under a live claim), after the one fence check of each claim''s object; ends the claims left with nothing processing. Returns (claim token, outcome, events) rows; a claim taken over is one fenced row.';
+
+CREATE FUNCTION @extschema@._local_candidates(max_objects integer)
+RETURNS TABLE (source_id integer, object_type text, object_id text)
+AS 'MODULE_PATHNAME', 'wi_local_candidates'
+LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@._local_candidates(integer) IS
+	'The objects _work_local() may take: up to twice max_objects, in order of their oldest due pending event that needs no provider request.';
+
+CREATE FUNCTION @extschema@._work_local(p_max integer)
+RETURNS TABLE (token bigint, outcome text, events integer)
+LANGUAGE plpgsql AS $$
+DECLARE
+	cand_sid integer[];
+	cand_type text[];
+	cand_oid text[];
+	locked integer[];
+	taken integer[];
+	taken_tok bigint[];
+	ids bigint[];
+	toks bigint[];
+	r_tok bigint[];
+	r_out text[];
+	r_n integer[];
+	need bigint[];
+BEGIN
+	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.object_type), '{}'),
+		   coalesce(array_agg(c.object_id), '{}')
+	  INTO cand_sid, cand_type, cand_oid
+	  FROM webhook_inbox._local_candidates(p_max) c;
+	/*
+	 * Objects whose pending events need no provider request are worked in
+	 * the transaction that takes them, with no lease and no processing
+	 * state in between: the object's advisory lock (the one claim() takes,
+	 * never waited for) holds it until the commit.  First the locks ...
+	 */
+	SELECT coalesce(array_agg(c.ord), '{}') INTO locked
+	  FROM (SELECT c.ord FROM unnest(cand_sid, cand_type, cand_oid) WITH ORDINALITY
+				   AS c(source_id, object_type, object_id, ord)
+			 WHERE pg_try_advisory_xact_lock(hashtextextended(
+					'webhook_inbox/' || c.source_id || '/' || c.object_type || '/' || c.object_id, 0))
+			 LIMIT p_max) c;
+	/*
+	 * ... then, in a statement whose snapshot follows them (a claim that
+	 * held a lock has committed its lease by now), the objects no claim
+	 * holds, each with a fresh fencing token (drawn here, once per object:
+	 * a join could evaluate nextval() again) ...
+	 */
+	SELECT coalesce(array_agg(c.ord ORDER BY c.ord), '{}'),
+		   coalesce(array_agg(nextval('webhook_inbox.claim_token_seq') ORDER BY c.ord), '{}')
+	  INTO taken, taken_tok
+	  FROM unnest(cand_sid, cand_type, cand_oid) WITH ORDINALITY AS c(source_id, object_type, object_id, ord)
+	 WHERE c.ord = ANY (locked)
+	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
+					    WHERE l.source_id = c.source_id AND l.object_type = c.object_type
+						  AND l.object_id = c.object_id);
+	/* ... and their pending events */
+	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
+	  INTO ids, toks
+	  FROM unnest(taken, taken_tok) AS o(ord, tok)
+	 CROSS JOIN LATERAL (
+			SELECT i.id FROM webhook_inbox.inbox i
+			 WHERE i.source_id = cand_sid[o.ord] AND i.object_type = cand_type[o.ord]
+			   AND i.object_id = cand_oid[o.ord]
+			   AND i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending'
+			   AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore')
+			   AND i.next_attempt_at <= now()) e;
+	SELECT coalesce(array_agg(w.token), '{}'), coalesce(array_agg(w.outcome), '{}'),
+		   coalesce(array_agg(w.events), '{}')
+	  INTO r_tok, r_out, r_n
+	  FROM webhook_inbox._work_events(ids, toks, 'pending') w;
+	/*
+	 * A tie on a source with a read API: only the present decides it, and
+	 * a fetch needs a claim.  The object's undecided events go to claim()
+	 * (due now, no attempt counted), which walks them again and fetches;
+	 * their tie is counted there.
+	 */
+	need := ARRAY(SELECT r.t FROM unnest(r_tok, r_out) AS r(t, o) WHERE r.o = 'need_fetch');
+	IF cardinality(need) > 0 THEN
+		UPDATE webhook_inbox.inbox i
+		   SET status = 'retry', next_attempt_at = now(), updated_at = now(),
+			   reason = 'tie: only a fetch of the present can decide'
+		  FROM unnest(ids, toks) AS e(id, tok)
+		 WHERE i.id = e.id AND i.status = 'pending' AND e.tok = ANY (need);
+	END IF;
+	RETURN QUERY
+	SELECT r.t, r.o, r.n FROM unnest(r_tok, r_out, r_n) AS r(t, o, n)
+	 WHERE r.o NOT IN ('tie', 'need_fetch') OR r.t <> ALL (need)
+	UNION ALL
+	/* what the round took: an object (a claim) and its events */
+	SELECT e.tok, 'taken', count(*)::integer FROM unnest(ids, toks) AS e(id, tok) GROUP BY e.tok;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._work_local(integer) IS
+	'The background worker''s fast path: for up to p_max objects (of _local_candidates()) that no claim holds and whose advisory lock it gets, the pending events that need no provider request are taken and worked by _work_events() in this transaction, straight from pending to their outcome. Objects it cannot take are left to claim().';
 
 CREATE FUNCTION @extschema@._work_claim(p_token bigint)
 RETURNS TABLE (outcome text, events integer)
@@ -943,10 +1105,16 @@ CREATE FUNCTION @extschema@._sweep_lease(p_source_id integer, p_object_type text
 	p_holder text, p_lease interval)
 RETURNS bigint
 LANGUAGE sql AS $$
-	/* the same lease claim() takes: a live claim wins, the sweep skips the object */
+	/*
+	 * The same lease claim() takes: a live claim wins, the sweep skips the
+	 * object; so does the object's advisory lock, held by a claim() or a
+	 * _work_local() working it right now.
+	 */
 	INSERT INTO webhook_inbox.object_leases AS l (source_id, object_type, object_id, token, holder, expires_at)
-	VALUES (p_source_id, p_object_type, p_object_id, nextval('webhook_inbox.claim_token_seq'), p_holder,
-			now() + p_lease)
+	SELECT p_source_id, p_object_type, p_object_id, nextval('webhook_inbox.claim_token_seq'), p_holder,
+		   now() + p_lease
+	 WHERE pg_try_advisory_xact_lock(hashtextextended(
+			'webhook_inbox/' || p_source_id || '/' || p_object_type || '/' || p_object_id, 0))
 	ON CONFLICT (source_id, object_type, object_id) DO UPDATE
 	   SET token = EXCLUDED.token, holder = EXCLUDED.holder, claimed_at = now(), expires_at = EXCLUDED.expires_at
 	 WHERE l.expires_at <= now()
