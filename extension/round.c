@@ -2,7 +2,7 @@
  * round.c
  *		One round of the background worker: claim, local work, fetch, save.
  *
- *   0. _work_local() takes up to batch_size objects whose pending events
+ *   0. _work_local() takes up to local_batch_size objects whose pending events
  *      need no provider request and works them in the same transaction,
  *      straight from pending to their outcome: no lease, no processing
  *      state, one commit (the fast path; a failure leaves them to step 1);
@@ -146,7 +146,7 @@ fast_xact(void *arg)
 {
 	LocalRound *lr = (LocalRound *) arg;
 	Oid			t[1] = {INT4OID};
-	Datum		v[1] = {Int32GetDatum(wi_batch_size)};
+	Datum		v[1] = {Int32GetDatum(wi_local_batch_size)};
 
 	memset(lr, 0, sizeof(*lr));
 	wi_spi_exec("SELECT token, outcome, events FROM webhook_inbox._work_local($1)", 1, t, v, NULL,
@@ -615,6 +615,9 @@ fetch_claims(Round *rd)
 	}
 }
 
+#define CLAIM_INTERVAL_MS	100
+static TimestampTz last_claim_at = 0;
+
 bool
 wi_round_run(const WiSteps *steps)
 {
@@ -622,10 +625,23 @@ wi_round_run(const WiSteps *steps)
 
 	int			fast = 0;
 	bool		fast_ok;
+	TimestampTz now;
 
 	fast_ok = fast_path(steps, &fast);
 	if (wi_steps_stopping(steps))
 		return false;
+
+	/*
+	 * While the fast path has more than a round's worth, the claim step
+	 * (whose scan would step over all of it) runs only every
+	 * CLAIM_INTERVAL_MS: fetches, retries and expired claims wait at most
+	 * that long behind a flood of local events.
+	 */
+	now = GetCurrentTimestamp();
+	if (fast_ok && fast >= wi_local_batch_size &&
+		!TimestampDifferenceExceeds(last_claim_at, now, CLAIM_INTERVAL_MS))
+		return true;
+	last_claim_at = now;
 
 	memset(&rd, 0, sizeof(rd));
 	rd.steps = steps;
@@ -633,7 +649,7 @@ wi_round_run(const WiSteps *steps)
 	/* after a failed fast path, claim() takes its events too, one claim at a time if need be */
 	wi_claim_skip_local = fast_ok;
 	if (wi_step_run(steps, claim_xact, &rd) != NULL || rd.nclaims == 0)
-		return fast >= wi_batch_size;
+		return fast >= wi_local_batch_size;
 	wi_stat_add(WI_STAT_CLAIMED, rd.nclaims);
 	for (int i = 0; i < rd.nclaims; i++)
 		wi_stat_add(WI_STAT_EVENTS, rd.claims[i].nevents);
@@ -647,5 +663,5 @@ wi_round_run(const WiSteps *steps)
 	}
 	if (local_work(&rd) > 0)
 		fetch_claims(&rd);
-	return fast >= wi_batch_size || rd.nclaims >= wi_batch_size;
+	return fast >= wi_local_batch_size || rd.nclaims >= wi_batch_size;
 }

@@ -30,6 +30,7 @@ extern char *wi_database;
 extern bool wi_enabled;
 extern int	wi_fetch_concurrency;
 extern int	wi_batch_size;
+extern int	wi_local_batch_size;
 extern int	wi_lease_ms;
 extern int	wi_http_timeout_ms;
 extern int	wi_max_attempts;
