@@ -318,7 +318,9 @@ history_pass() {
 	load occurrence occ "$HISTORY_DRAIN"
 	drain_worker occ
 }
-q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" >/dev/null
+# each pass starts from a vacuumed inbox and a fresh checkpoint, so neither pays
+# for the writes (or the bulk load) that came before it
+q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" -c "CHECKPOINT" >/dev/null
 h0_drain=$(history_pass)
 h0_intake=$(intake_ceiling)
 q -c "UPDATE webhook_inbox.inbox SET status = 'done', processed_at = now(), updated_at = now()
@@ -341,7 +343,7 @@ INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, received
 SELECT i.source_id, i.event_id, NULL, i.received_at, i.body_sha256, 300, 'new'
   FROM webhook_inbox.inbox i WHERE i.event_type = 'refund.created' AND i.received_at < now() - interval '1 day';
 SQL
-q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" >/dev/null
+q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" -c "CHECKPOINT" >/dev/null
 t1=$(now_s)
 sizes=$(q -c "SELECT pg_size_pretty(pg_total_relation_size('webhook_inbox.inbox')) || ' inbox, ' ||
 	pg_size_pretty(pg_total_relation_size('webhook_inbox.deliveries')) || ' deliveries'")

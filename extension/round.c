@@ -132,6 +132,23 @@ give_back(const WiSteps *steps, int64 token, GiveBack how, const char *reason, d
 	wi_outcome_count(g.result, 1);
 }
 
+/*
+ * Row r of the last result of _work_local() or _work_round(): (claim token,
+ * outcome, how many events).
+ */
+static WiOutcome
+outcome_row(uint64 r, int64 *token, int32 *events)
+{
+	HeapTuple	tup = SPI_tuptable->vals[r];
+	TupleDesc	desc = SPI_tuptable->tupdesc;
+	bool		isnull;
+
+	if (token)
+		*token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	*events = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	return wi_outcome_from_name(SPI_getvalue(tup, desc, 2));
+}
+
 /* ---------- step 0: the fast path ---------- */
 
 typedef struct LocalRound
@@ -153,11 +170,8 @@ fast_xact(void *arg)
 				SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		WiOutcome	o = wi_outcome_from_name(SPI_getvalue(tup, desc, 2));
-		int32		n = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		int32		n;
+		WiOutcome	o = outcome_row(r, NULL, &n);
 
 		if (o == WI_OUT_TAKEN)
 		{
@@ -248,12 +262,9 @@ local_xact(void *arg)
 				SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int64		token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		WiOutcome	o = wi_outcome_from_name(SPI_getvalue(tup, desc, 2));
-		int32		n = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		int64		token;
+		int32		n;
+		WiOutcome	o = outcome_row(r, &token, &n);
 
 		for (int i = 0; i < rd->nbatch; i++)
 		{

@@ -547,18 +547,17 @@ BEGIN
 			 LIMIT p_max) c;
 	/*
 	 * ... then, in a statement whose snapshot follows them (a claim that
-	 * held a lock has committed its lease by now), the objects no claim
-	 * holds, each with a fresh fencing token (drawn here, once per object:
-	 * a join could evaluate nextval() again) ...
+	 * held a lock has committed its lease by now), each object with a
+	 * fresh fencing token (drawn here, once per object: a join could
+	 * evaluate nextval() again), and of them those the fence check lets
+	 * through: with a fresh token, those no claim or sweep holds ...
 	 */
-	SELECT coalesce(array_agg(c.ord ORDER BY c.ord), '{}'),
-		   coalesce(array_agg(nextval('webhook_inbox.claim_token_seq') ORDER BY c.ord), '{}')
+	SELECT coalesce(array_agg(c.ord ORDER BY c.ord), '{}'), coalesce(array_agg(c.tok ORDER BY c.ord), '{}')
 	  INTO taken, taken_tok
-	  FROM unnest(cand_sid, cand_type, cand_oid) WITH ORDINALITY AS c(source_id, object_type, object_id, ord)
-	 WHERE c.ord = ANY (locked)
-	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
-					    WHERE l.source_id = c.source_id AND l.object_type = c.object_type
-						  AND l.object_id = c.object_id);
+	  FROM (SELECT c.*, nextval('webhook_inbox.claim_token_seq') AS tok
+			  FROM unnest(cand_sid, cand_type, cand_oid) WITH ORDINALITY AS c(source_id, object_type, object_id, ord)
+			 WHERE c.ord = ANY (locked)) c
+	 WHERE NOT webhook_inbox._fenced(c.source_id, c.object_type, c.object_id, c.tok);
 	/* ... and their pending events */
 	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
 	  INTO ids, toks
