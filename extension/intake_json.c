@@ -252,11 +252,9 @@ read_word(Reader *rd, const char *word, int len)
 }
 
 /* jsonb's key order: shorter first, then by bytes; later duplicates first. */
-static int
-pair_cmp(const void *a, const void *b)
+static inline int
+pair_cmp(const JsonbPair *x, const JsonbPair *y)
 {
-	const JsonbPair *x = a;
-	const JsonbPair *y = b;
 	int			c;
 
 	if (x->key.val.string.len != y->key.val.string.len)
@@ -267,29 +265,61 @@ pair_cmp(const void *a, const void *b)
 	return x->order > y->order ? -1 : 1;
 }
 
-/* Sort an object's pairs and keep the last of equal keys, as jsonb does. */
+static int
+pair_ptr_cmp(const void *a, const void *b)
+{
+	return pair_cmp(*(JsonbPair *const *) a, *(JsonbPair *const *) b);
+}
+
+static inline bool
+same_key(const JsonbPair *x, const JsonbPair *y)
+{
+	return x->key.val.string.len == y->key.val.string.len &&
+		memcmp(x->key.val.string.val, y->key.val.string.val, x->key.val.string.len) == 0;
+}
+
+/*
+ * Sort an object's pairs and keep the last of equal keys, as jsonb does.
+ * Pointers are sorted, not the pairs (which are large): by insertion for
+ * the small objects providers send, by qsort beyond that.
+ */
 static void
 order_pairs(JsonbValue *obj)
 {
 	JsonbPair  *pairs = obj->val.object.pairs;
 	int			n = obj->val.object.nPairs;
+	JsonbPair **ptr;
+	JsonbPair  *out;
 	bool		sorted = true;
-	int			w = 1;
+	int			w = 0;
 
-	/* pairs in order and distinct (an equal key in order compares > 0) */
+	/* in order and distinct already (an equal key in order compares > 0) */
 	for (int i = 1; i < n && sorted; i++)
 		sorted = pair_cmp(&pairs[i - 1], &pairs[i]) < 0;
 	if (sorted)
 		return;
-	qsort(pairs, n, sizeof(JsonbPair), pair_cmp);
-	for (int i = 1; i < n; i++)
+	ptr = palloc(sizeof(JsonbPair *) * n);
+	for (int i = 0; i < n; i++)
+		ptr[i] = &pairs[i];
+	if (n <= 32)
 	{
-		if (pairs[i].key.val.string.len == pairs[w - 1].key.val.string.len &&
-			memcmp(pairs[i].key.val.string.val, pairs[w - 1].key.val.string.val,
-				   pairs[i].key.val.string.len) == 0)
-			continue;
-		pairs[w++] = pairs[i];
+		for (int i = 1; i < n; i++)
+		{
+			JsonbPair  *p = ptr[i];
+			int			j = i;
+
+			for (; j > 0 && pair_cmp(ptr[j - 1], p) > 0; j--)
+				ptr[j] = ptr[j - 1];
+			ptr[j] = p;
+		}
 	}
+	else
+		qsort(ptr, n, sizeof(JsonbPair *), pair_ptr_cmp);
+	out = palloc(sizeof(JsonbPair) * n);
+	for (int i = 0; i < n; i++)
+		if (w == 0 || !same_key(ptr[i], &out[w - 1]))
+			out[w++] = *ptr[i];
+	obj->val.object.pairs = out;
 	obj->val.object.nPairs = w;
 }
 

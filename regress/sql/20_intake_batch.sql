@@ -125,9 +125,11 @@ INSERT INTO parse_cases VALUES
 	(10, '{"zz": 1, "b": 2, "a": 3, "yy": [], "ccc": {"q": 1, "p": 2, "q": 3}, "a": 4}'),
 	(11, E'{"s": "\\u0041\\u007e\\/\\b\\f\\r\\t", "k\\u0041": 1, "ünï": "cödé", "": 0}'),
 	(12, E'\t[-0, 0.5, 10e+2, 2E-3, -12.5e3, 1.50, 0]\r\n'), (13, '"\u00e9 needs the full parser"'),
-	(14, '[[[[{"deep": [true, false, null]}]]]]');
+	(14, '[[[[{"deep": [true, false, null]}]]]]'),
+	(15, (SELECT '{' || string_agg(format('"k%s": %s', 41 - i, i), ', ') || ', "k7": "last"}'
+			FROM generate_series(1, 40) i));
 SELECT count(*) FROM webhook_inbox.intake_batch(
-	array_fill('bgh'::text, ARRAY[14]),
+	array_fill('bgh'::text, ARRAY[15]),
 	(SELECT array_agg(ARRAY['x-github-delivery', 'parse-' || n, 'x-github-event', 'ping'] ORDER BY n) FROM parse_cases),
 	(SELECT array_agg(wb(body) ORDER BY n) FROM parse_cases));
 SELECT c.n, i.payload::text = c.body::jsonb::text AS same_as_jsonb_in, i.status <> 'quarantined' AS readable
