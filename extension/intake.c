@@ -61,6 +61,8 @@
 
 PG_FUNCTION_INFO_V1(wi_intake);
 PG_FUNCTION_INFO_V1(wi_intake_batch);
+PG_FUNCTION_INFO_V1(wi_intake_inbox_rows);
+PG_FUNCTION_INFO_V1(wi_intake_delivery_rows);
 
 #define MAX_REASON_LEN	200
 
@@ -126,23 +128,21 @@ static SPIPlanPtr inbox_plan = NULL;
 static SPIPlanPtr delivery_plan = NULL;
 
 /*
- * The statements intake writes with.  Each takes one array per column and
- * writes the whole batch; rows arrive sorted (see the file header).
+ * The statements intake writes with.  Each reads the rows of the batch in
+ * progress from a C function (see batch_rows_run) and writes them all; rows
+ * arrive sorted (see the file header).
  */
 static const char *const inbox_insert_sql =
 "INSERT INTO webhook_inbox.inbox (source_id, event_id, correlation_id, event_type, "
 "object_type, object_id, strategy, route_id, route_version, provider_version, "
 "provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
-"SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[], $5::text[], "
-"$6::text[], $7::text[], $8::integer[], $9::integer[], $10::numeric[], $11::timestamptz[], "
-"$12::text[], $13::jsonb[], $14::bytea[], $15::bytea[], $16::text[], $17::text[]) "
+"SELECT * FROM webhook_inbox._intake_inbox_rows($1) "
 "ON CONFLICT (source_id, event_id) DO NOTHING RETURNING source_id, event_id";
 
 static const char *const delivery_insert_sql =
 "INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
 "body_size, outcome) "
-"SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::bytea[], $5::integer[], "
-"$6::text[])";
+"SELECT * FROM webhook_inbox._intake_delivery_rows($1)";
 
 /*
  * A digest is new for a source when no row holds it, or the row's window has
@@ -187,19 +187,15 @@ prepare_plans(void)
 	}
 	if (inbox_plan == NULL)
 	{
-		Oid			types[17] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-			TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID,
-			NUMERICARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID, JSONBARRAYOID,
-		BYTEAARRAYOID, BYTEAARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Oid			types[1] = {INT8OID};
 
-		inbox_plan = wi_keep_plan(inbox_insert_sql, 17, types);
+		inbox_plan = wi_keep_plan(inbox_insert_sql, 1, types);
 	}
 	if (delivery_plan == NULL)
 	{
-		Oid			types[6] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, BYTEAARRAYOID,
-		INT4ARRAYOID, TEXTARRAYOID};
+		Oid			types[1] = {INT8OID};
 
-		delivery_plan = wi_keep_plan(delivery_insert_sql, 6, types);
+		delivery_plan = wi_keep_plan(delivery_insert_sql, 1, types);
 	}
 }
 
@@ -1051,6 +1047,144 @@ refuse_replays(Row *rows, int *idx, int n)
 }
 
 /*
+ * The rows a writing statement reads: rows[idx[0..n-1]] of the batch in
+ * progress, served by _intake_inbox_rows() and _intake_delivery_rows()
+ * under a handle that is only valid while that statement runs.  One
+ * function call that fills one tuplestore costs a fraction of building an
+ * array per column and unnesting each of them.
+ */
+static struct
+{
+	int64		handle;
+	Row		   *rows;
+	int		   *idx;
+	int			n;
+}			batch_rows;
+
+/* Run plan (its one argument the handle) over rows[idx[0..n-1]]. */
+static int
+batch_rows_run(SPIPlanPtr plan, Row *rows, int *idx, int n)
+{
+	static int64 last_handle = 0;
+	Datum		args[1];
+	int			rc;
+
+	batch_rows.handle = ++last_handle;
+	batch_rows.rows = rows;
+	batch_rows.idx = idx;
+	batch_rows.n = n;
+	args[0] = Int64GetDatum(batch_rows.handle);
+	PG_TRY();
+	{
+		rc = SPI_execute_plan(plan, args, NULL, false, 0);
+	}
+	PG_FINALLY();
+	{
+		batch_rows.rows = NULL;
+	}
+	PG_END_TRY();
+	return rc;
+}
+
+/* The tuplestore of a batch-rows function, after checking its handle. */
+static Tuplestorestate *
+batch_rows_start(FunctionCallInfo fcinfo, const char *name)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	if (batch_rows.rows == NULL || PG_ARGISNULL(0) ||
+		PG_GETARG_INT64(0) != batch_rows.handle)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s() serves only the statements of intake_batch()", name),
+				 errdetail("There is no batch in progress with this handle.")));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	return rsinfo->setResult;
+}
+
+static inline Datum
+text_or_null(const char *s, bool *isnull)
+{
+	*isnull = s == NULL;
+	return s ? CStringGetTextDatum(s) : (Datum) 0;
+}
+
+/*
+ * _intake_inbox_rows(handle bigint) returns the inbox rows, in the columns
+ * of inbox_insert_sql.
+ */
+Datum
+wi_intake_inbox_rows(PG_FUNCTION_ARGS)
+{
+	Tuplestorestate *ts = batch_rows_start(fcinfo, "_intake_inbox_rows");
+	TupleDesc	desc = ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc;
+
+	for (int k = 0; k < batch_rows.n; k++)
+	{
+		Row		   *r = &batch_rows.rows[batch_rows.idx[k]];
+		bool		quarantined = strcmp(r->status, "quarantined") == 0;
+		Datum		v[17];
+		bool		nulls[17];
+
+		v[0] = Int32GetDatum(r->src->id);
+		nulls[0] = false;
+		v[1] = text_or_null(r->event_id, &nulls[1]);
+		v[2] = text_or_null(r->correlation_id, &nulls[2]);
+		v[3] = text_or_null(r->event_type, &nulls[3]);
+		v[4] = text_or_null(r->object_type, &nulls[4]);
+		v[5] = text_or_null(r->object_id, &nulls[5]);
+		v[6] = text_or_null(r->strategy, &nulls[6]);
+		v[7] = Int32GetDatum(r->route_id);
+		nulls[7] = !r->have_route;
+		v[8] = Int32GetDatum(r->route_version);
+		nulls[8] = !r->have_route;
+		v[9] = r->version;
+		nulls[9] = r->version_null;
+		v[10] = r->provider_time;
+		nulls[10] = r->time_null;
+		v[11] = text_or_null(r->status_value, &nulls[11]);
+		v[12] = JsonbPGetDatum(r->payload);
+		nulls[12] = r->payload == NULL;
+		/* the exact bytes are kept for every delivery set aside for a person */
+		v[13] = PointerGetDatum(r->body);
+		nulls[13] = !(r->payload == NULL || quarantined);
+		v[14] = PointerGetDatum(r->digest);
+		nulls[14] = false;
+		v[15] = text_or_null(r->status, &nulls[15]);
+		v[16] = text_or_null(r->reason, &nulls[16]);
+		tuplestore_putvalues(ts, desc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * _intake_delivery_rows(handle bigint) returns the audit rows, in the
+ * columns of delivery_insert_sql.
+ */
+Datum
+wi_intake_delivery_rows(PG_FUNCTION_ARGS)
+{
+	Tuplestorestate *ts = batch_rows_start(fcinfo, "_intake_delivery_rows");
+	TupleDesc	desc = ((ReturnSetInfo *) fcinfo->resultinfo)->setDesc;
+
+	for (int k = 0; k < batch_rows.n; k++)
+	{
+		Row		   *r = &batch_rows.rows[batch_rows.idx[k]];
+		Datum		v[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		v[0] = Int32GetDatum(r->src->id);
+		v[1] = text_or_null(r->event_id, &nulls[1]);
+		v[2] = text_or_null(r->delivery_id, &nulls[2]);
+		v[3] = PointerGetDatum(r->digest);
+		v[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(r->body));
+		v[5] = text_or_null(r->outcome, &nulls[5]);
+		tuplestore_putvalues(ts, desc, v, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
  * write_inbox
  *		Insert the inbox rows idx[0..n-1] (sorted by source and event id) in
  *		one statement; the rows whose key was already taken are duplicates.
@@ -1059,46 +1193,14 @@ refuse_replays(Row *rows, int *idx, int n)
 static bool
 write_inbox(Row *rows, int *idx, int n)
 {
-	ArrBuild	a[17];
-	Datum		args[17];
-	static const Oid elem[17] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID,
-		TEXTOID, INT4OID, INT4OID, NUMERICOID, TIMESTAMPTZOID, TEXTOID, JSONBOID,
-	BYTEAOID, BYTEAOID, TEXTOID, TEXTOID};
 	int			rc;
 	bool		wake = false;
 
 	if (n == 0)
 		return false;
-	for (int c = 0; c < 17; c++)
-		arr_init(&a[c], n);
 	for (int k = 0; k < n; k++)
-	{
-		Row		   *r = &rows[idx[k]];
-		bool		quarantined = strcmp(r->status, "quarantined") == 0;
-
-		arr_add(&a[0], Int32GetDatum(r->src->id), false);
-		arr_text(&a[1], r->event_id);
-		arr_text(&a[2], r->correlation_id);
-		arr_text(&a[3], r->event_type);
-		arr_text(&a[4], r->object_type);
-		arr_text(&a[5], r->object_id);
-		arr_text(&a[6], r->strategy);
-		arr_add(&a[7], Int32GetDatum(r->route_id), !r->have_route);
-		arr_add(&a[8], Int32GetDatum(r->route_version), !r->have_route);
-		arr_add(&a[9], r->version, r->version_null);
-		arr_add(&a[10], r->provider_time, r->time_null);
-		arr_text(&a[11], r->status_value);
-		arr_add(&a[12], JsonbPGetDatum(r->payload), r->payload == NULL);
-		/* the exact bytes are kept for every delivery set aside for a person */
-		arr_add(&a[13], PointerGetDatum(r->body), !(r->payload == NULL || quarantined));
-		arr_add(&a[14], PointerGetDatum(r->digest), false);
-		arr_text(&a[15], r->status);
-		arr_text(&a[16], r->reason);
-		r->outcome = "duplicate";	/* until the statement returns its key */
-	}
-	for (int c = 0; c < 17; c++)
-		args[c] = arr_done(&a[c], elem[c]);
-	rc = SPI_execute_plan(inbox_plan, args, NULL, false, 0);
+		rows[idx[k]].outcome = "duplicate";	/* until the statement returns its key */
+	rc = batch_rows_run(inbox_plan, rows, idx, n);
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "webhook_inbox: inserting into the inbox failed: %s", SPI_result_code_string(rc));
 
@@ -1136,29 +1238,11 @@ write_inbox(Row *rows, int *idx, int n)
 static void
 write_deliveries(Row *rows, int *idx, int n)
 {
-	ArrBuild	a[6];
-	Datum		args[6];
-	static const Oid elem[6] = {INT4OID, TEXTOID, TEXTOID, BYTEAOID, INT4OID, TEXTOID};
 	int			rc;
 
 	if (n == 0)
 		return;
-	for (int c = 0; c < 6; c++)
-		arr_init(&a[c], n);
-	for (int k = 0; k < n; k++)
-	{
-		Row		   *r = &rows[idx[k]];
-
-		arr_add(&a[0], Int32GetDatum(r->src->id), false);
-		arr_text(&a[1], r->event_id);
-		arr_text(&a[2], r->delivery_id);
-		arr_add(&a[3], PointerGetDatum(r->digest), false);
-		arr_add(&a[4], Int32GetDatum(VARSIZE_ANY_EXHDR(r->body)), false);
-		arr_text(&a[5], r->outcome);
-	}
-	for (int c = 0; c < 6; c++)
-		args[c] = arr_done(&a[c], elem[c]);
-	rc = SPI_execute_plan(delivery_plan, args, NULL, false, 0);
+	rc = batch_rows_run(delivery_plan, rows, idx, n);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "webhook_inbox: recording the deliveries failed: %s", SPI_result_code_string(rc));
 }

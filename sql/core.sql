@@ -678,6 +678,25 @@ LANGUAGE C VOLATILE SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION @extschema@.intake(text, text[], bytea) IS
 	'Records one verified delivery. headers is {name, value, name, value, ...}. Returns new, duplicate or quarantined; raises for an unknown or disabled source and an over-long id.';
 
+-- What intake's two writing statements read: the rows of the batch in
+-- progress, straight from C (one tuplestore, not an array per column).
+CREATE FUNCTION @extschema@._intake_inbox_rows(batch bigint)
+RETURNS TABLE (source_id integer, event_id text, correlation_id text, event_type text,
+	object_type text, object_id text, strategy text, route_id integer, route_version integer,
+	provider_version numeric, provider_time timestamptz, status_value text, payload jsonb,
+	raw_body bytea, body_sha256 bytea, status text, reason text)
+AS 'MODULE_PATHNAME', 'wi_intake_inbox_rows'
+LANGUAGE C VOLATILE ROWS 64;
+COMMENT ON FUNCTION @extschema@._intake_inbox_rows(bigint) IS
+	'Internal to intake_batch(): the inbox rows of the batch in progress, for its INSERT. Raises when called with any other handle.';
+CREATE FUNCTION @extschema@._intake_delivery_rows(batch bigint)
+RETURNS TABLE (source_id integer, event_id text, delivery_id text, body_sha256 bytea,
+	body_size integer, outcome text)
+AS 'MODULE_PATHNAME', 'wi_intake_delivery_rows'
+LANGUAGE C VOLATILE ROWS 64;
+COMMENT ON FUNCTION @extschema@._intake_delivery_rows(bigint) IS
+	'Internal to intake_batch(): the deliveries rows of the batch in progress, for its INSERT. Raises when called with any other handle.';
+
 CREATE FUNCTION @extschema@.intake_batch(sources text[], headers text[], bodies bytea[])
 RETURNS TABLE (ord integer, outcome text, reason text)
 AS 'MODULE_PATHNAME', 'wi_intake_batch'

@@ -111,6 +111,11 @@ SELECT count(*) FROM webhook_inbox.seen_bodies WHERE event_id = 'wh-r1';
 SELECT has_function_privilege('webhook_inbox_receiver', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
 SELECT has_function_privilege('public', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
 
+-- the functions its statements read their rows from serve no one else
+SELECT * FROM webhook_inbox._intake_inbox_rows(1);
+SELECT * FROM webhook_inbox._intake_delivery_rows(NULL);
+SELECT has_function_privilege('webhook_inbox_receiver', 'webhook_inbox._intake_inbox_rows(bigint)', 'EXECUTE');
+
 -- the payload is built in the same pass that validates the body, and is the
 -- jsonb that jsonb_in makes of it: scalars at the top, nesting, repeated
 -- keys (the last wins), escapes, numbers with their scale and exponents
