@@ -633,23 +633,35 @@ BEGIN
 			 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, length(x.event_type) DESC, x.id
 			 LIMIT 1) r
 	), s AS (
-		SELECT e.ord, m.*,
+		/*
+		 * Each path once per event: the helpers are inlined, and an
+		 * argument they name twice would be evaluated twice (OFFSET 0 keeps
+		 * this level from being flattened into the one that applies them).
+		 */
+		SELECT e.ord, m.id, m.version, m.strategy, m.class, m.object_type, m.tombstone,
 			   CASE WHEN m.class <> 'ignore' AND m.status_path IS NOT NULL
-					THEN webhook_inbox._scalar_text(jsonb_path_query_first(e.payload, m.status_path)) END AS st,
-			   e.payload
+					THEN jsonb_path_query_first(e.payload, m.status_path) END AS j_status,
+			   CASE WHEN m.class <> 'ignore'
+					THEN jsonb_path_query_first(e.payload, m.object_type_path) END AS j_type,
+			   CASE WHEN m.class <> 'ignore'
+					THEN jsonb_path_query_first(e.payload, m.object_id_path) END AS j_id,
+			   CASE WHEN m.class <> 'ignore' AND m.version_path IS NOT NULL
+					THEN jsonb_path_query_first(e.payload, m.version_path) END AS j_version,
+			   CASE WHEN m.class <> 'ignore' AND m.time_path IS NOT NULL
+					THEN jsonb_path_query_first(e.payload, m.time_path) END AS j_time
 		  FROM e LEFT JOIN m ON m.for_source = e.source_id AND m.for_type = e.event_type
+		OFFSET 0
 	)
 	SELECT s.ord, s.id, s.version, s.strategy,
-		   CASE WHEN s.class <> 'ignore' THEN coalesce(
-				webhook_inbox._scalar_text(jsonb_path_query_first(s.payload, s.object_type_path)),
-				s.object_type) END,
-		   CASE WHEN s.class <> 'ignore'
-				THEN webhook_inbox._scalar_text(jsonb_path_query_first(s.payload, s.object_id_path)) END,
-		   CASE WHEN s.class <> 'ignore' AND s.version_path IS NOT NULL
-				THEN webhook_inbox._version_of(jsonb_path_query_first(s.payload, s.version_path)) END,
-		   CASE WHEN s.class <> 'ignore' AND s.time_path IS NOT NULL
-				THEN webhook_inbox._time_of(jsonb_path_query_first(s.payload, s.time_path)) END,
-		   CASE WHEN s.class <> 'ignore' AND s.tombstone THEN coalesce(s.st, 'deleted') ELSE s.st END
+		   CASE WHEN s.class <> 'ignore' THEN coalesce(webhook_inbox._scalar_text(s.j_type), s.object_type) END,
+		   CASE WHEN s.class <> 'ignore' THEN webhook_inbox._scalar_text(s.j_id) END,
+		   CASE WHEN s.class <> 'ignore' AND s.j_version IS NOT NULL
+				THEN webhook_inbox._version_of(s.j_version) END,
+		   CASE WHEN s.class <> 'ignore' AND s.j_time IS NOT NULL
+				THEN webhook_inbox._time_of(s.j_time) END,
+		   CASE WHEN s.class <> 'ignore' AND s.tombstone
+				THEN coalesce(webhook_inbox._scalar_text(s.j_status), 'deleted')
+				ELSE webhook_inbox._scalar_text(s.j_status) END
 	  FROM s;
 END
 $$;

@@ -111,6 +111,29 @@ SELECT count(*) FROM webhook_inbox.seen_bodies WHERE event_id = 'wh-r1';
 SELECT has_function_privilege('webhook_inbox_receiver', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
 SELECT has_function_privilege('public', 'webhook_inbox.intake_batch(text[], text[], bytea[])', 'EXECUTE');
 
+-- the batch classification agrees with the one-event form for every preset
+-- route of the kinds with a source here, on a payload that has every field
+WITH c AS (
+	SELECT s.id AS source_id, s.kind, replace(r.event_type, '*', 'x') AS event_type,
+		   jsonb_build_object('id', 'evt_c', 'type', replace(r.event_type, '*', 'x'), 'created', 1700000000,
+			   'data', jsonb_build_object('object', jsonb_build_object('id', 'o_1', 'object', 'thing',
+				   'status', 'active', 'changed', 1700000001, 'updated_at', '2026-01-01T00:00:00Z',
+				   'amount', 100, 'currency', 'usd')),
+			   'issue', jsonb_build_object('id', 7, 'updated_at', '2026-01-01T00:00:00Z', 'state', 'open'),
+			   'updated_at', '2026-01-01T00:00:00Z') AS payload
+	  FROM webhook_inbox.routes r JOIN webhook_inbox.sources s ON s.kind = r.source_kind AND s.enabled
+), b AS (
+	SELECT * FROM webhook_inbox._classify_batch((SELECT array_agg(source_id ORDER BY event_type, kind) FROM c),
+		(SELECT array_agg(kind ORDER BY event_type, kind) FROM c), (SELECT array_agg(event_type ORDER BY event_type, kind) FROM c),
+		(SELECT array_agg(payload ORDER BY event_type, kind) FROM c))
+)
+SELECT count(*) AS compared,
+	   count(*) FILTER (WHERE row(b.route_id, b.route_version, b.strategy, b.object_type, b.object_id, b.version,
+			b.provider_time, b.status_value)::text IS DISTINCT FROM row(o.*)::text) AS differing
+  FROM (SELECT c.*, row_number() OVER (ORDER BY event_type, kind) AS ord FROM c) c
+  JOIN b ON b.ord = c.ord
+ CROSS JOIN LATERAL webhook_inbox._classify(c.source_id, c.kind, c.event_type, c.payload) o;
+
 -- the functions its statements read their rows from serve no one else
 SELECT * FROM webhook_inbox._intake_inbox_rows(1);
 SELECT * FROM webhook_inbox._intake_delivery_rows(NULL);
