@@ -24,9 +24,11 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "port/pg_bitutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
@@ -214,6 +216,14 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, Interval *fe
 	int			scanned = 0;
 	int			ncands = 0;
 	Candidate  *cands = palloc(sizeof(Candidate) * (want + 1));
+	/* the candidates by hash, at most half full, to skip an object seen before */
+	uint32		nslots = pg_nextpower2_32(Max(want, 8) * 2);
+	uint32		mask = nslots - 1;
+	struct
+	{
+		uint64		hash;
+		int			cand;		/* 1 + its index in cands; 0: free */
+	}		   *slots = palloc0(sizeof(*slots) * nslots);
 
 	while (ncands < want && scanned < page * cap)
 	{
@@ -234,20 +244,32 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, Interval *fe
 			Candidate	c;
 			bool		seen = false;
 
+			uint64		h;
+			uint32		slot;
+
 			c.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 			c.object_type = SPI_getvalue(tup, desc, 3);
 			c.object_id = SPI_getvalue(tup, desc, 4);
 			after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 			if (first_id == 0)
 				first_id = after;
-			for (int k = 0; k < ncands && !seen; k++)
-				seen = cands[k].source_id == c.source_id &&
-					strcmp(cands[k].object_type, c.object_type) == 0 &&
-					strcmp(cands[k].object_id, c.object_id) == 0;
+			/* seen already?  Open addressing on the object's hash */
+			h = hash_bytes_extended((const unsigned char *) c.object_id, strlen(c.object_id),
+									hash_bytes_extended((const unsigned char *) c.object_type,
+														strlen(c.object_type), (uint64) c.source_id));
+			for (slot = (uint32) h & mask; slots[slot].cand > 0 && !seen; slot = (slot + 1) & mask)
+			{
+				Candidate  *o = &cands[slots[slot].cand - 1];
+
+				seen = slots[slot].hash == h && o->source_id == c.source_id &&
+					strcmp(o->object_type, c.object_type) == 0 && strcmp(o->object_id, c.object_id) == 0;
+			}
 			if (!seen)
 			{
 				c.source = SPI_getvalue(tup, desc, 2);
 				cands[ncands++] = c;
+				slots[slot].hash = h;
+				slots[slot].cand = ncands;
 			}
 		}
 		SPI_freetuptable(SPI_tuptable);

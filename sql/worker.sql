@@ -98,7 +98,11 @@ LANGUAGE sql STABLE AS $$
 	SELECT i.id, c.tok, i.source_id, i.object_type, i.object_id, i.strategy, i.route_id, i.status_value,
 		   i.payload, i.provider_version, i.provider_time
 	  FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_tokens)) AS c(id, tok)
-	  JOIN webhook_inbox.inbox i ON i.id OPERATOR(pg_catalog.=) c.id
+	 /*
+	  * one probe of the primary key per event, always: as a join, a plan
+	  * made for a round of a thousand events would rather scan the inbox
+	  */
+	 CROSS JOIN LATERAL (SELECT x.* FROM webhook_inbox.inbox x WHERE x.id OPERATOR(pg_catalog.=) c.id OFFSET 0) i
 	 WHERE i.status OPERATOR(pg_catalog.=) p_from
 	   AND (p_from OPERATOR(pg_catalog.=) 'pending' OR i.claim_token OPERATOR(pg_catalog.=) c.tok)
 $$;
@@ -107,7 +111,8 @@ COMMENT ON FUNCTION @extschema@._round_events(bigint[], bigint[], text) IS
 
 CREATE FUNCTION @extschema@._work_events(p_ids bigint[], p_tokens bigint[], p_from text)
 RETURNS TABLE (token bigint, outcome text, events integer)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql
+AS $$
 DECLARE
 	/* decided events: finished in one statement at the end */
 	d_id bigint[] := '{}';
@@ -516,12 +521,14 @@ CREATE FUNCTION @extschema@._work_local(p_max integer)
 RETURNS TABLE (token bigint, outcome text, events integer)
 LANGUAGE plpgsql AS $$
 DECLARE
-	cand_sid integer[];
-	cand_type text[];
-	cand_oid text[];
-	locked integer[];
-	taken integer[];
-	taken_tok bigint[];
+	/* the objects locked, then those taken with their tokens */
+	l_sid integer[];
+	l_type text[];
+	l_oid text[];
+	t_sid integer[];
+	t_type text[];
+	t_oid text[];
+	t_tok bigint[];
 	ids bigint[];
 	toks bigint[];
 	r_tok bigint[];
@@ -529,19 +536,20 @@ DECLARE
 	r_n integer[];
 	need bigint[];
 BEGIN
-	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.object_type), '{}'),
-		   coalesce(array_agg(c.object_id), '{}')
-	  INTO cand_sid, cand_type, cand_oid
-	  FROM webhook_inbox._local_candidates(p_max) c;
+	IF p_max IS NULL OR p_max < 1 OR p_max > 10000 THEN
+		RAISE EXCEPTION 'max_objects must be between 1 and 10000'
+			USING ERRCODE = 'invalid_parameter_value', DETAIL = format('The value given was %s.', p_max);
+	END IF;
 	/*
 	 * Objects whose pending events need no provider request are worked in
 	 * the transaction that takes them, with no lease and no processing
 	 * state in between: the object's advisory lock (the one claim() takes,
 	 * never waited for) holds it until the commit.  First the locks ...
 	 */
-	SELECT coalesce(array_agg(c.ord), '{}') INTO locked
-	  FROM (SELECT c.ord FROM unnest(cand_sid, cand_type, cand_oid) WITH ORDINALITY
-				   AS c(source_id, object_type, object_id, ord)
+	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.object_type), '{}'),
+		   coalesce(array_agg(c.object_id), '{}')
+	  INTO l_sid, l_type, l_oid
+	  FROM (SELECT c.* FROM webhook_inbox._local_candidates(p_max) c
 			 WHERE pg_try_advisory_xact_lock(hashtextextended(
 					'webhook_inbox/' || c.source_id || '/' || c.object_type || '/' || c.object_id, 0))
 			 LIMIT p_max) c;
@@ -552,23 +560,23 @@ BEGIN
 	 * evaluate nextval() again), and of them those the fence check lets
 	 * through: with a fresh token, those no claim or sweep holds ...
 	 */
-	SELECT coalesce(array_agg(c.ord ORDER BY c.ord), '{}'), coalesce(array_agg(c.tok ORDER BY c.ord), '{}')
-	  INTO taken, taken_tok
+	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.object_type), '{}'),
+		   coalesce(array_agg(c.object_id), '{}'), coalesce(array_agg(c.tok), '{}')
+	  INTO t_sid, t_type, t_oid, t_tok
 	  FROM (SELECT c.*, nextval('webhook_inbox.claim_token_seq') AS tok
-			  FROM unnest(cand_sid, cand_type, cand_oid) WITH ORDINALITY AS c(source_id, object_type, object_id, ord)
-			 WHERE c.ord = ANY (locked)) c
+			  FROM unnest(l_sid, l_type, l_oid) AS c(source_id, object_type, object_id)) c
 	 WHERE NOT webhook_inbox._fenced(c.source_id, c.object_type, c.object_id, c.tok);
 	/* ... and their pending events */
 	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
 	  INTO ids, toks
-	  FROM unnest(taken, taken_tok) AS o(ord, tok)
+	  FROM unnest(t_sid, t_type, t_oid, t_tok) AS o(source_id, object_type, object_id, tok)
 	 CROSS JOIN LATERAL (
 			SELECT i.id FROM webhook_inbox.inbox i
-			 WHERE i.source_id = cand_sid[o.ord] AND i.object_type = cand_type[o.ord]
-			   AND i.object_id = cand_oid[o.ord]
+			 WHERE i.source_id = o.source_id AND i.object_type = o.object_type AND i.object_id = o.object_id
 			   AND i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending'
 			   AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore')
-			   AND i.next_attempt_at <= now()) e;
+			   AND i.next_attempt_at <= now()
+			OFFSET 0) e;		/* a probe of inbox_object_idx per object, never a scan */
 	SELECT coalesce(array_agg(w.token), '{}'), coalesce(array_agg(w.outcome), '{}'),
 		   coalesce(array_agg(w.events), '{}')
 	  INTO r_tok, r_out, r_n
