@@ -118,6 +118,13 @@ drain_sql() {
 	awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", n / (b - a) }'
 }
 
+# empty_mirror SOURCE: forget the source's mirrored objects and their
+# transitions, so that the next drain saves every object afresh.
+empty_mirror() {
+	q -c "DELETE FROM webhook_inbox.transitions WHERE source_id = (SELECT id FROM webhook_inbox.sources WHERE name = '$1')" \
+	  -c "DELETE FROM webhook_inbox.objects WHERE source_id = (SELECT id FROM webhook_inbox.sources WHERE name = '$1')" >/dev/null
+}
+
 outcomes() {
 	q -c "SELECT coalesce(string_agg(status || '=' || c, ' '), 'none') FROM (SELECT i.status, count(*) c
 	      FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
@@ -203,7 +210,19 @@ for strategy in occurrence machine version fetch; do
 	version) src=ver; n=$DRAIN_EVENTS; target="-"; op=""; lim="" ;;
 	fetch) src=fet; n=$FETCH_EVENTS; target=">= 2000 ev/s"; op=">="; lim=2000 ;;
 	esac
-	[ "$strategy" = fetch ] && curl -sf -X POST "$SIM/_sim/counters/reset" >/dev/null
+	per=""
+	if [ "$strategy" = fetch ]; then
+		# The same-run reference of the set-based save: the same drain with
+		# every answer saved by a _save_fetched() call of its own (a
+		# diagnostic setting), each drain on an empty mirror of its objects.
+		q -c "ALTER SYSTEM SET webhook_inbox.debug_save_per_answer = on" -c "SELECT pg_reload_conf()" >/dev/null
+		load "$strategy" "$src" "$n"
+		per=$(drain_worker "$src")
+		q -c "ALTER SYSTEM RESET webhook_inbox.debug_save_per_answer" -c "SELECT pg_reload_conf()" >/dev/null
+		echo "  fetch, answers saved one by one: worker $per ev/s; outcomes $(outcomes "$src")" >&2
+		empty_mirror "$src"
+		curl -sf -X POST "$SIM/_sim/counters/reset" >/dev/null
+	fi
 	load "$strategy" "$src" "$n"
 	w=$(drain_worker "$src")
 	fetches=""
@@ -218,6 +237,11 @@ for strategy in occurrence machine version fetch; do
 	met="-"
 	[ -n "$op" ] && met=$(check "$w" "$op" "$lim")
 	add_result worker "drain $strategy (worker)" "$w" "ev/s" "same cycle from SQL alone" "$s" "$target" "$met"
+	if [ -n "$per" ]; then
+		r=$(fdiv "$w" "$per")
+		add_result worker "  fetch / answer-by-answer saves" "$r" "x" "same drain, per-answer saves" "$per" ">= 2 x" \
+			"$(check "$r" '>=' 2)"
+	fi
 	case "$strategy" in
 	occurrence) rlim=0.25 ;;
 	machine|version) rlim=0.1 ;;

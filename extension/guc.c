@@ -27,6 +27,7 @@ int			wi_naptime_ms = 1000;
 int			wi_fetch_delay_ms = 1000;
 int			wi_tombstone_confirm_delay_s = 60;
 int			wi_debug_machines_load_lock = 0;
+bool		wi_debug_save_per_answer = false;
 int			wi_sweep_lookback_s = 30 * 86400;
 char	   *wi_effects_fault = NULL;
 
@@ -107,6 +108,11 @@ wi_guc_init(bool preloading)
 							"Lets a test commit a change of machines exactly while the cache is being loaded. 0 (the default) turns it off; leave it off in production.",
 							&wi_debug_machines_load_lock, 0, 0, INT_MAX,
 							PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomBoolVariable("webhook_inbox.debug_save_per_answer",
+							 "Diagnostic: the worker saves fetched answers one _save_fetched() call each instead of one set-based _save_fetched_batch() per batch.",
+							 "The same rules and transactions, answer by answer: the reference the set-based save is measured against (bench/worker.sh). Leave it off in production.",
+							 &wi_debug_save_per_answer, false,
+							 PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 	DefineCustomStringVariable("webhook_inbox.effects_fault",
 							   "Fault injection for testing crash boundaries of effects: after_claim or after_send.",
 							   "Ends the session at that point, as a crash would. Leave empty in production.",

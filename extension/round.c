@@ -133,8 +133,9 @@ give_back(const WiSteps *steps, int64 token, GiveBack how, const char *reason, d
 }
 
 /*
- * Row r of the last result of _work_local() or _work_round(): (claim token,
- * outcome, how many events).
+ * Row r of the last result of _work_local(), _work_round() or a save of
+ * fetched answers: (claim token, outcome, how many events; 1 for an
+ * answer).
  */
 static WiOutcome
 outcome_row(uint64 r, int64 *token, int32 *events)
@@ -238,6 +239,28 @@ claim_xact(void *arg)
 
 /* ---------- step 2: what needs no provider request ---------- */
 
+/* The tokens of the claims in rd->batch, as a bigint[]. */
+static Datum
+batch_tokens(Round *rd)
+{
+	Datum	   *tokens = palloc(sizeof(Datum) * Max(rd->nbatch, 1));
+
+	for (int i = 0; i < rd->nbatch; i++)
+		tokens[i] = Int64GetDatum(rd->batch[i]->token);
+	return PointerGetDatum(construct_array(tokens, rd->nbatch, INT8OID, sizeof(int64),
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/* The claim of rd->batch with this token, or NULL. */
+static Claim *
+batch_claim(Round *rd, int64 token)
+{
+	for (int i = 0; i < rd->nbatch; i++)
+		if (rd->batch[i]->token == token)
+			return rd->batch[i];
+	return NULL;
+}
+
 /*
  * The local work of the claims in rd->batch, in one statement: each row of
  * _work_round() is (claim token, outcome, how many events).
@@ -246,18 +269,15 @@ static void
 local_xact(void *arg)
 {
 	Round	   *rd = (Round *) arg;
-	Datum	   *tokens = palloc(sizeof(Datum) * Max(rd->nbatch, 1));
 	Oid			t[1] = {INT8ARRAYOID};
 	Datum		v[1];
 
 	for (int i = 0; i < rd->nbatch; i++)
 	{
-		tokens[i] = Int64GetDatum(rd->batch[i]->token);
 		memset(rd->batch[i]->counts, 0, sizeof(rd->batch[i]->counts));
 		rd->batch[i]->need_fetch = false;
 	}
-	v[0] = PointerGetDatum(construct_array(tokens, rd->nbatch, INT8OID, sizeof(int64),
-										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	v[0] = batch_tokens(rd);
 	wi_spi_exec("SELECT token, outcome, events FROM webhook_inbox._work_round($1)", 1, t, v, NULL,
 				SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
@@ -265,18 +285,13 @@ local_xact(void *arg)
 		int64		token;
 		int32		n;
 		WiOutcome	o = outcome_row(r, &token, &n);
+		Claim	   *c = batch_claim(rd, token);
 
-		for (int i = 0; i < rd->nbatch; i++)
-		{
-			Claim	   *c = rd->batch[i];
-
-			if (c->token != token)
-				continue;
-			c->counts[o] += n;
-			if (o == WI_OUT_NEED_FETCH)
-				c->need_fetch = true;
-			break;
-		}
+		if (c == NULL)
+			continue;
+		c->counts[o] += n;
+		if (o == WI_OUT_NEED_FETCH)
+			c->need_fetch = true;
 	}
 }
 
@@ -388,41 +403,88 @@ load_xact(void *arg)
 	}
 }
 
-/* Saves one fetched answer, inside the caller's transaction. */
-static void
-save_one(Claim *c)
+/* A text array of n elements, NULL where vals[i] is NULL. */
+static Datum
+text_array(const char *const *vals, int n)
 {
-	Oid			t[7] = {INT8OID, INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TIMESTAMPTZOID};
-	Datum		v[7];
-	char		nl[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum	   *d = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *nulls = palloc(sizeof(bool) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
 
-	v[0] = Int64GetDatum(c->token);
-	v[1] = Int32GetDatum((int32) c->req.status);
-	v[2] = CStringGetTextDatum(c->req.body.data);
-	v[3] = CStringGetTextDatum(c->type.unwrap_path ? c->type.unwrap_path : "$");
-	v[4] = c->type.status_path ? CStringGetTextDatum(c->type.status_path) : (Datum) 0;
-	nl[4] = c->type.status_path ? ' ' : 'n';
-	v[5] = c->type.version_path ? CStringGetTextDatum(c->type.version_path) : (Datum) 0;
-	nl[5] = c->type.version_path ? ' ' : 'n';
-	v[6] = TimestampTzGetDatum(c->req.started_at);
-	nl[6] = c->req.started ? ' ' : 'n';
-	wi_spi_exec("SELECT webhook_inbox._save_fetched($1, $2, $3, $4::jsonpath, $5::jsonpath, "
-				"$6::jsonpath, $7)", 7, t, v, nl, SPI_OK_SELECT);
-	c->save_result = wi_outcome_from_name(wi_spi_first_text());
-	c->saved = true;
+	for (int i = 0; i < n; i++)
+	{
+		nulls[i] = vals[i] == NULL;
+		d[i] = nulls[i] ? (Datum) 0 : CStringGetTextDatum(vals[i]);
+	}
+	return PointerGetDatum(construct_md_array(d, nulls, 1, dims, lbs, TEXTOID, -1, false,
+											  TYPALIGN_INT));
 }
 
-/* The answers in rd->batch, saved in one transaction. */
+/*
+ * The answers in rd->batch, saved in one transaction by one call of
+ * _save_fetched_batch(), which decides and writes them set-based.  The
+ * diagnostic webhook_inbox.debug_save_per_answer saves them instead one
+ * _save_fetched() call each (the same rules, one answer at a time), the
+ * reference the set-based save is measured against.
+ */
 static void
 save_xact(void *arg)
 {
 	Round	   *rd = (Round *) arg;
+	int			n = rd->nbatch;
+	Datum	   *https = palloc(sizeof(Datum) * Max(n, 1));
+	Datum	   *sent = palloc(sizeof(Datum) * Max(n, 1));
+	bool	   *sent_null = palloc(sizeof(bool) * Max(n, 1));
+	const char **bodies = palloc(sizeof(char *) * Max(n, 1));
+	const char **unwrap = palloc(sizeof(char *) * Max(n, 1));
+	const char **status = palloc(sizeof(char *) * Max(n, 1));
+	const char **version = palloc(sizeof(char *) * Max(n, 1));
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	Oid			t[7] = {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	TEXTARRAYOID, TIMESTAMPTZARRAYOID};
+	Datum		v[7];
 
-	for (int i = 0; i < rd->nbatch; i++)
+	for (int i = 0; i < n; i++)
 	{
-		CHECK_FOR_INTERRUPTS();
-		rd->batch[i]->saved = false;
-		save_one(rd->batch[i]);
+		Claim	   *c = rd->batch[i];
+
+		c->saved = false;
+		https[i] = Int32GetDatum((int32) c->req.status);
+		bodies[i] = c->req.body.data;
+		unwrap[i] = c->type.unwrap_path ? c->type.unwrap_path : "$";
+		status[i] = c->type.status_path;
+		version[i] = c->type.version_path;
+		sent[i] = TimestampTzGetDatum(c->req.started_at);
+		sent_null[i] = !c->req.started;
+	}
+	v[0] = batch_tokens(rd);
+	v[1] = PointerGetDatum(construct_array(https, n, INT4OID, sizeof(int32), true, TYPALIGN_INT));
+	v[2] = text_array(bodies, n);
+	v[3] = text_array(unwrap, n);
+	v[4] = text_array(status, n);
+	v[5] = text_array(version, n);
+	v[6] = PointerGetDatum(construct_md_array(sent, sent_null, 1, dims, lbs, TIMESTAMPTZOID,
+											  sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	wi_spi_exec(wi_debug_save_per_answer ?
+				"SELECT a.token, webhook_inbox._save_fetched(a.token, a.http, a.body, a.unwrap::jsonpath, "
+				"a.status::jsonpath, a.version::jsonpath, a.sent), 1 "
+				"FROM unnest($1, $2, $3, $4, $5, $6, $7) AS a(token, http, body, unwrap, status, version, sent)" :
+				"SELECT token, outcome, 1 FROM webhook_inbox._save_fetched_batch($1, $2, $3, "
+				"$4::jsonpath[], $5::jsonpath[], $6::jsonpath[], $7)",
+				7, t, v, NULL, SPI_OK_SELECT);
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		int64		token;
+		int32		n;
+		WiOutcome	o = outcome_row(r, &token, &n);
+		Claim	   *c = batch_claim(rd, token);
+
+		if (c == NULL)
+			continue;
+		c->save_result = o;
+		c->saved = true;
 	}
 }
 

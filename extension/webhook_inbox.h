@@ -41,6 +41,7 @@ extern int	wi_naptime_ms;
 extern int	wi_fetch_delay_ms;
 extern int	wi_tombstone_confirm_delay_s;
 extern int	wi_debug_machines_load_lock;
+extern bool wi_debug_save_per_answer;
 extern int	wi_sweep_lookback_s;
 extern char *wi_effects_fault;
 

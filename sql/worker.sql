@@ -614,143 +614,325 @@ $$;
 COMMENT ON FUNCTION @extschema@._work_claim(bigint) IS
 	'The local work of one claim (what _work_round() does for a round), for workers of your own on the claim API.';
 
+CREATE FUNCTION @extschema@._save_presents(p_tokens bigint[], p_objects jsonb[], p_deleted boolean[],
+	p_status_paths jsonpath[], p_version_paths jsonpath[], p_causes text[])
+RETURNS TABLE (token bigint, outcome text)
+LANGUAGE plpgsql
+/*
+ * Generic plans, made once per session: a custom plan for each call (which
+ * the plan cache keeps choosing, as it sees the arrays' sizes) costs more
+ * than the save of a whole batch.
+ */
+SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+	n integer := cardinality(p_tokens);
+BEGIN
+	IF cardinality(p_objects) IS DISTINCT FROM n OR cardinality(p_deleted) IS DISTINCT FROM n
+	   OR cardinality(p_status_paths) IS DISTINCT FROM n OR cardinality(p_version_paths) IS DISTINCT FROM n
+	   OR cardinality(p_causes) IS DISTINCT FROM n THEN
+		RAISE EXCEPTION 'the arrays of a save must have the same length' USING ERRCODE = 'array_subscript_error';
+	END IF;
+	IF (SELECT count(DISTINCT t) <> count(t) FROM unnest(p_tokens) t) THEN
+		RAISE EXCEPTION 'claim tokens must be distinct' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = 'A claim has one answer; saving two for it at once could record its transitions twice.';
+	END IF;
+	/*
+	 * The claims' leases, locked in token order, then their objects' rows,
+	 * created where missing and locked in key order (no deadlock between
+	 * workers), before the statement that decides reads them: the fence
+	 * check and the save agree, as in upsert_object().
+	 */
+	PERFORM 1 FROM webhook_inbox.object_leases l WHERE l.token = ANY (p_tokens) ORDER BY l.token FOR UPDATE;
+	IF EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
+				WHERE l.token = ANY (p_tokens) AND (l.object_type = '' OR l.object_id = '')) THEN
+		RAISE EXCEPTION 'object_type and object_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id)
+	SELECT l.source_id, l.object_type, l.object_id FROM webhook_inbox.object_leases l
+	 WHERE l.token = ANY (p_tokens)
+	 ORDER BY l.source_id, l.object_type, l.object_id
+	ON CONFLICT DO NOTHING;
+	PERFORM 1 FROM webhook_inbox.objects o
+	 WHERE (o.source_id, o.object_type, o.object_id) IN (
+			SELECT l.source_id, l.object_type, l.object_id FROM webhook_inbox.object_leases l
+			 WHERE l.token = ANY (p_tokens))
+	 ORDER BY o.source_id, o.object_type, o.object_id
+	   FOR UPDATE OF o;
+	/*
+	 * upsert_object()'s rules (guard.c), for every answer at once: without
+	 * a version the answer is the present and replaces what is stored
+	 * unless identical (duplicate); with one, strictly newer is applied,
+	 * older is stale, equal is a duplicate if identical and otherwise a
+	 * tie, which the present resolves (applied, the stored version kept);
+	 * a tombstone is final for a versioned save.  A status change, a
+	 * deletion counting as one, is one transition (effects fire from its
+	 * trigger, once).
+	 */
+	RETURN QUERY
+	WITH a AS (
+		SELECT x.n, x.tok, l.source_id, l.object_type, l.object_id, q.del, x.cause,
+			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._scalar_text(jsonb_path_query_first(x.obj, x.sp)) END AS st,
+			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._version_of(jsonb_path_query_first(x.obj, x.vp)) END AS ver,
+			   CASE WHEN q.del THEN NULL ELSE x.obj END AS state
+		  FROM unnest(p_tokens, p_objects, p_deleted, p_status_paths, p_version_paths, p_causes)
+			   WITH ORDINALITY AS x(tok, obj, del, sp, vp, cause, n)
+		  JOIN webhook_inbox.object_leases l ON l.token = x.tok
+		 CROSS JOIN LATERAL (SELECT coalesce(x.del, false)
+									OR coalesce(x.obj ->> 'deleted', 'false') = 'true' AS del) q),
+	d AS (
+		SELECT a.*, o.status AS old_st, o.version AS old_ver, o.deleted AS old_del, f.fresh,
+			   webhook_inbox._fenced(a.source_id, a.object_type, a.object_id, a.tok) AS fenced,
+			   NOT f.fresh AND o.deleted = a.del AND (a.st IS NULL OR (a.st = o.status) IS TRUE)
+				   AND (a.state IS NULL OR (o.state IS NOT NULL AND a.state = o.state)) AS same
+		  FROM a
+		  JOIN webhook_inbox.objects o
+			ON o.source_id = a.source_id AND o.object_type = a.object_type AND o.object_id = a.object_id
+		 CROSS JOIN LATERAL (SELECT (o.status IS NULL AND o.version IS NULL AND o.state IS NULL
+									 AND NOT o.deleted) AS fresh) f),
+	r AS (
+		SELECT d.*,
+			   CASE WHEN d.fenced THEN 'fenced'
+					WHEN d.fresh THEN 'applied'
+					WHEN d.ver IS NULL THEN CASE WHEN d.same THEN 'duplicate' ELSE 'applied' END
+					WHEN d.old_del AND NOT d.del THEN 'stale'
+					WHEN d.old_ver IS NULL OR d.ver > d.old_ver THEN 'applied'
+					WHEN d.ver < d.old_ver THEN 'stale'
+					WHEN d.same THEN 'duplicate'
+					ELSE 'tie' END AS res
+		  FROM d),
+	upd AS (
+		UPDATE webhook_inbox.objects x
+		   SET status = coalesce(r.st, x.status),
+			   version = CASE WHEN r.res = 'tie' THEN x.version ELSE coalesce(r.ver, x.version) END,
+			   state = coalesce(r.state, x.state), deleted = r.del, tombstone_pending_since = NULL,
+			   fence_token = greatest(x.fence_token, r.tok), updated_at = now()
+		  FROM r
+		 WHERE r.res IN ('applied', 'tie')
+		   AND x.source_id = r.source_id AND x.object_type = r.object_type AND x.object_id = r.object_id),
+	gone AS (
+		/* leave no empty row behind for an object a fenced save never saw */
+		DELETE FROM webhook_inbox.objects x USING r
+		 WHERE r.res = 'fenced' AND r.fresh
+		   AND x.source_id = r.source_id AND x.object_type = r.object_type AND x.object_id = r.object_id),
+	tr AS (
+		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
+											   version, cause)
+		SELECT r.source_id, r.object_type, r.object_id, t.from_st, t.to_st, r.ver,
+			   CASE WHEN r.res = 'tie' THEN r.cause || ' (tie resolved)' ELSE r.cause END
+		  FROM r
+		 CROSS JOIN LATERAL (SELECT CASE WHEN r.old_del THEN 'deleted' ELSE r.old_st END AS from_st,
+									CASE WHEN r.del THEN 'deleted' ELSE r.st END AS to_st) t
+		 WHERE r.res IN ('applied', 'tie') AND t.to_st IS NOT NULL AND t.to_st IS DISTINCT FROM t.from_st
+		 ORDER BY r.n)
+	SELECT r.tok, CASE WHEN r.res = 'tie' THEN 'applied'
+					   WHEN r.res = 'applied' AND r.del THEN 'tombstone' ELSE r.res END
+	  FROM r
+	UNION ALL
+	/* a claim whose lease is gone was taken over */
+	SELECT t, 'fenced' FROM unnest(p_tokens) t
+	 WHERE t IS NULL OR NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l WHERE l.token = t);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._save_presents(bigint[], jsonb[], boolean[], jsonpath[], jsonpath[], text[]) IS
+	'Saves the provider''s present state of each claim''s object (or its tombstone: p_deleted, or "deleted": true) under the claim''s token, set-based, by upsert_object()''s rules; a tie at equal version is resolved in favour of the present. The arrays are parallel, one element per claim. Returns (token, outcome) rows: applied, duplicate, stale, tombstone or fenced.';
+
 CREATE FUNCTION @extschema@._save_present(p_token bigint, p_object jsonb, p_deleted boolean,
 	p_status_path jsonpath, p_version_path jsonpath, p_cause text)
 RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	l webhook_inbox.object_leases;
-	s webhook_inbox.sources;
-	st text;
-	ver numeric;
-	res text;
-	old_status text;
-BEGIN
-	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
-	IF NOT FOUND THEN
-		RETURN 'fenced';
-	END IF;
-	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = l.source_id;
-	IF p_deleted OR coalesce(p_object ->> 'deleted', 'false') = 'true' THEN
-		res := webhook_inbox.upsert_object(s.name, l.object_type, l.object_id, NULL, NULL, NULL, p_token,
-			true, p_cause, NULL);
-		RETURN CASE WHEN res = 'applied' THEN 'tombstone' ELSE res END;
-	END IF;
-	IF p_status_path IS NOT NULL THEN
-		st := webhook_inbox._scalar_text(jsonb_path_query_first(p_object, p_status_path));
-	END IF;
-	IF p_version_path IS NOT NULL THEN
-		ver := webhook_inbox._version_of(jsonb_path_query_first(p_object, p_version_path));
-	END IF;
-	res := webhook_inbox.upsert_object(s.name, l.object_type, l.object_id, ver, st, p_object, p_token,
-		false, p_cause, NULL);
-	IF res = 'tie' THEN
-		/*
-		 * The provider's present state at the stored version: it is the
-		 * truth the tie rule asked for.  upsert_object() holds the row lock
-		 * and has passed the fence check.
-		 */
-		SELECT o.status INTO old_status FROM webhook_inbox.objects o
-		 WHERE o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id;
-		UPDATE webhook_inbox.objects o
-		   SET status = coalesce(st, o.status), state = p_object, deleted = false,
-			   fence_token = greatest(o.fence_token, p_token), updated_at = now(), tombstone_pending_since = NULL
-		 WHERE o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id;
-		IF st IS NOT NULL AND st IS DISTINCT FROM old_status THEN
-			INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
-												   version, cause)
-			VALUES (l.source_id, l.object_type, l.object_id, old_status, st, ver, p_cause || ' (tie resolved)');
-		END IF;
-		res := 'applied';
-	END IF;
-	RETURN res;
-END
+LANGUAGE sql AS $$
+	SELECT s.outcome FROM webhook_inbox._save_presents(ARRAY[p_token], ARRAY[p_object], ARRAY[p_deleted],
+		ARRAY[p_status_path], ARRAY[p_version_path], ARRAY[p_cause]) s
 $$;
 COMMENT ON FUNCTION @extschema@._save_present(bigint, jsonb, boolean, jsonpath, jsonpath, text) IS
-	'Saves the provider''s present state of the claim''s object (or its tombstone) under the claim token; a tie at equal version is resolved in favour of the present. Returns applied, duplicate, stale, tombstone or fenced.';
+	'Saves the provider''s present state of the claim''s object (or its tombstone) under the claim token: _save_presents() for one claim. Returns applied, duplicate, stale, tombstone or fenced.';
+
+CREATE FUNCTION @extschema@._save_fetched_batch(p_tokens bigint[], p_https integer[], p_bodies text[],
+	p_unwrap_paths jsonpath[], p_status_paths jsonpath[], p_version_paths jsonpath[],
+	p_sent_at timestamptz[])
+RETURNS TABLE (token bigint, outcome text)
+LANGUAGE plpgsql
+/* generic plans, as _save_presents() */
+SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan
+AS $$
+DECLARE
+	n integer := cardinality(p_tokens);
+	confirm interval;
+	docs jsonb[];
+	/* the answers by what they lead to: parallel arrays */
+	s_tok bigint[];				/* saved: present or tombstone */
+	s_obj jsonb[];
+	s_del boolean[];
+	s_sp jsonpath[];
+	s_vp jsonpath[];
+	s_cause text[];
+	s_sent timestamptz[];
+	f_tok bigint[];				/* a first 404/410: deferred */
+	f_since timestamptz[];
+	f_http integer[];
+	u_tok bigint[];				/* an unreadable body: retried */
+	r_tok bigint[];				/* saved, and their outcomes */
+	r_out text[];
+BEGIN
+	IF p_tokens IS NULL OR p_https IS NULL OR p_bodies IS NULL OR p_unwrap_paths IS NULL
+	   OR p_status_paths IS NULL OR p_version_paths IS NULL OR p_sent_at IS NULL THEN
+		RAISE EXCEPTION 'the arrays of fetched answers must not be null' USING ERRCODE = 'null_value_not_allowed',
+			HINT = 'Pass an array with a NULL element where an answer has no value (a body, a path, a send time).';
+	END IF;
+	IF cardinality(p_https) <> n OR cardinality(p_bodies) <> n OR cardinality(p_unwrap_paths) <> n
+	   OR cardinality(p_status_paths) <> n OR cardinality(p_version_paths) <> n
+	   OR cardinality(p_sent_at) <> n THEN
+		RAISE EXCEPTION 'the arrays of fetched answers must have the same length' USING ERRCODE = 'array_subscript_error',
+			DETAIL = pg_catalog.format('%s tokens, %s statuses, %s bodies, %s unwrap paths, %s status paths, %s version paths, %s send times.',
+				n, cardinality(p_https), cardinality(p_bodies), cardinality(p_unwrap_paths),
+				cardinality(p_status_paths), cardinality(p_version_paths), cardinality(p_sent_at));
+	END IF;
+	IF array_position(p_tokens, NULL) IS NOT NULL OR array_position(p_https, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'claim tokens and http statuses must not be null' USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	IF (SELECT count(DISTINCT t) <> n FROM unnest(p_tokens) t) THEN
+		RAISE EXCEPTION 'claim tokens must be distinct' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = 'A claim has one answer; saving two for it at once could record its transitions twice.';
+	END IF;
+	IF n = 0 THEN
+		RETURN;
+	END IF;
+	confirm := coalesce(pg_catalog.current_setting('webhook_inbox.tombstone_confirm_delay', true), '60s')::interval;
+	/* the claims still ours, locked in token order (no deadlock between workers) */
+	PERFORM 1 FROM webhook_inbox.object_leases l WHERE l.token = ANY (p_tokens) ORDER BY l.token FOR UPDATE;
+	/*
+	 * The bodies as JSON, all in one go; a body that is not JSON is
+	 * unreadable (NULL), which only then costs a try of each.
+	 */
+	BEGIN
+		docs := ARRAY(SELECT CASE WHEN x.h IN (404, 410) THEN NULL ELSE x.b::jsonb END
+						FROM unnest(p_https, p_bodies) WITH ORDINALITY AS x(h, b, k) ORDER BY x.k);
+	EXCEPTION WHEN others THEN
+		docs := array_fill(NULL::jsonb, ARRAY[n]);
+		FOR k IN 1 .. n LOOP
+			CONTINUE WHEN p_https[k] IN (404, 410);
+			BEGIN
+				docs[k] := p_bodies[k]::jsonb;
+			EXCEPTION WHEN others THEN
+				docs[k] := NULL;
+			END;
+		END LOOP;
+	END;
+	/*
+	 * Each answer's path.  A read API's 404 may come from a wrong api_base
+	 * or a proxy, so it is only believed twice: the first one is noted and
+	 * the claim waits, without an attempt, tombstone_confirm_delay; the
+	 * fetch after that saves the tombstone if it answers 404 again.  A save
+	 * of a present version in between clears the note.  A 200 whose body
+	 * is not the expected JSON object is retried.
+	 */
+	WITH x AS (
+		SELECT x.*, l.source_id, l.object_type, l.object_id, o.tombstone_pending_since AS since,
+			   coalesce(o.deleted, false) AS was_deleted,
+			   CASE WHEN x.h NOT IN (404, 410) THEN jsonb_path_query_first(x.doc, coalesce(x.up, '$')) END AS obj
+		  FROM unnest(p_tokens, p_https, docs, p_unwrap_paths, p_status_paths, p_version_paths, p_sent_at)
+			   WITH ORDINALITY AS x(tok, h, doc, up, sp, vp, sent, k)
+		  JOIN webhook_inbox.object_leases l ON l.token = x.tok
+		  LEFT JOIN webhook_inbox.objects o
+			ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id),
+	c AS (
+		SELECT x.*, CASE
+				WHEN x.h IN (404, 410) THEN
+					CASE WHEN NOT x.was_deleted AND (x.since IS NULL OR x.since + confirm > now())
+							  AND confirm > interval '0' THEN 'first' ELSE 'gone' END
+				WHEN x.obj IS NULL OR jsonb_typeof(x.obj) <> 'object' THEN 'unreadable'
+				ELSE 'present' END AS path
+		  FROM x)
+	SELECT coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.obj ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.path = 'gone' ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.sp ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.vp ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(CASE WHEN c.path = 'gone'
+				THEN pg_catalog.format('fetch: http %s%s', c.h, CASE WHEN c.since IS NOT NULL THEN ', confirmed' ELSE '' END)
+				ELSE 'fetch' END ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.sent ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
+		   coalesce(array_agg(coalesce(c.since, now()) ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
+		   coalesce(array_agg(c.h ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
+		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'unreadable'), '{}')
+	  INTO s_tok, s_obj, s_del, s_sp, s_vp, s_cause, s_sent, f_tok, f_since, f_http, u_tok
+	  FROM c;
+
+	IF cardinality(f_tok) > 0 THEN
+		INSERT INTO webhook_inbox.objects AS o (source_id, object_type, object_id, tombstone_pending_since)
+		SELECT l.source_id, l.object_type, l.object_id, f.since
+		  FROM unnest(f_tok, f_since) AS f(tok, since) JOIN webhook_inbox.object_leases l ON l.token = f.tok
+		 ORDER BY l.source_id, l.object_type, l.object_id
+		ON CONFLICT (source_id, object_type, object_id) DO UPDATE
+		   SET tombstone_pending_since = EXCLUDED.tombstone_pending_since
+		 WHERE o.tombstone_pending_since IS NULL;
+		PERFORM webhook_inbox._defer(f.tok, f.since + confirm,
+				pg_catalog.format('tombstone_unconfirmed: http %s from the read API; believed if a fetch after %s answers it again',
+					   f.h, confirm))
+		   FROM unnest(f_tok, f_since, f_http) AS f(tok, since, h);
+	END IF;
+
+	IF cardinality(s_tok) > 0 THEN
+		SELECT coalesce(array_agg(s.token), '{}'), coalesce(array_agg(s.outcome), '{}') INTO r_tok, r_out
+		  FROM webhook_inbox._save_presents(s_tok, s_obj, s_del, s_sp, s_vp, s_cause) s;
+	ELSE
+		r_tok := '{}';
+		r_out := '{}';
+	END IF;
+	/*
+	 * Events of the object that arrived while the claim was being fetched,
+	 * but before the request left, are covered by the answer: the
+	 * provider's present includes what they announced.  The lease still
+	 * holds the object, so no one else has them.  Then what complete()
+	 * does, for every saved claim: its events done, its lease ended.
+	 */
+	UPDATE webhook_inbox.inbox i
+	   SET status = 'done', reason = 'covered by a fetch', processed_at = now(), updated_at = now(),
+		   decided_route = i.route_id, decided_route_version = i.route_version
+	  FROM unnest(r_tok, r_out) AS r(tok, o)
+	  JOIN unnest(s_tok, s_sent) AS s(tok, sent) ON s.tok = r.tok
+	  JOIN webhook_inbox.object_leases l ON l.token = r.tok
+	 WHERE r.o <> 'fenced' AND s.sent IS NOT NULL
+	   AND i.source_id = l.source_id AND i.object_type = l.object_type AND i.object_id = l.object_id
+	   AND i.status IN ('pending', 'retry') AND i.strategy = 'fetch' AND i.received_at < s.sent;
+	UPDATE webhook_inbox.inbox i
+	   SET status = 'done', reason = 'fetched: ' || r.o, processed_at = now(), updated_at = now(),
+		   decided_route = i.route_id, decided_route_version = i.route_version
+	  FROM unnest(r_tok, r_out) AS r(tok, o)
+	 WHERE r.o <> 'fenced' AND i.claim_token = r.tok AND i.status = 'processing';
+	DELETE FROM webhook_inbox.object_leases x
+	 USING unnest(r_tok, r_out) AS r(tok, o)
+	 WHERE r.o <> 'fenced' AND x.token = r.tok;
+
+	RETURN QUERY
+	SELECT r.tok, r.o FROM unnest(r_tok, r_out) AS r(tok, o)
+	UNION ALL
+	SELECT f, 'deferred' FROM unnest(f_tok) f
+	UNION ALL
+	SELECT u, CASE WHEN webhook_inbox.retry(u, 'unreadable: the provider''s response is not the expected JSON object')
+					   = 'quarantined' THEN 'quarantined' ELSE 'retry' END
+	  FROM unnest(u_tok) u
+	UNION ALL
+	/* a claim whose lease is gone was taken over */
+	SELECT t, 'fenced' FROM unnest(p_tokens) t
+	 WHERE t <> ALL (r_tok) AND t <> ALL (f_tok) AND t <> ALL (u_tok);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._save_fetched_batch(bigint[], integer[], text[], jsonpath[], jsonpath[], jsonpath[], timestamptz[]) IS
+	'Saves a batch of fetched answers set-based, one element of each parallel array per claim: a 200 is saved as the object''s present (_save_presents()), a 404/410 as its tombstone once confirmed (the first one defers the claim by webhook_inbox.tombstone_confirm_delay), an unreadable body is retried; a saved claim''s events, and its object''s fetch events received before its request was sent, are done. Returns (token, outcome) rows: applied, duplicate, stale, tombstone, deferred, retry, quarantined or fenced.';
 
 CREATE FUNCTION @extschema@._save_fetched(p_token bigint, p_http integer, p_body text,
 	p_unwrap_path jsonpath, p_status_path jsonpath, p_version_path jsonpath,
 	p_sent_at timestamptz DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql AS $$
-DECLARE
-	doc jsonb;
-	obj jsonb;
-	res text;
-	confirm interval;
-	since timestamptz;
-	was_deleted boolean;
-BEGIN
-	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases x WHERE x.token = p_token) THEN
-		RETURN 'fenced';
-	END IF;
-	IF p_http IN (404, 410) THEN
-		/*
-		 * A read API's 404 may come from a wrong api_base or a proxy, so it
-		 * is only believed twice: the first one is noted and the claim
-		 * waits, without an attempt, tombstone_confirm_delay; the fetch
-		 * after that saves the tombstone if it answers 404 again.  A save
-		 * of a present version in between clears the note.
-		 */
-		confirm := coalesce(pg_catalog.current_setting('webhook_inbox.tombstone_confirm_delay', true),
-							'60s')::interval;
-		SELECT o.tombstone_pending_since, o.deleted INTO since, was_deleted
-		  FROM webhook_inbox.object_leases l JOIN webhook_inbox.objects o
-			ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id
-		 WHERE l.token = p_token;
-		IF NOT coalesce(was_deleted, false) AND (since IS NULL OR since + confirm > now())
-		   AND confirm > interval '0' THEN
-			IF since IS NULL THEN
-				since := now();
-				INSERT INTO webhook_inbox.objects AS o (source_id, object_type, object_id, tombstone_pending_since)
-				SELECT l.source_id, l.object_type, l.object_id, since
-				  FROM webhook_inbox.object_leases l WHERE l.token = p_token
-				ON CONFLICT (source_id, object_type, object_id) DO UPDATE SET tombstone_pending_since = since;
-			END IF;
-			PERFORM webhook_inbox._defer(p_token, since + confirm,
-				pg_catalog.format('tombstone_unconfirmed: http %s from the read API; believed if a fetch after %s answers it again',
-					   p_http, confirm));
-			RETURN 'deferred';
-		END IF;
-		res := webhook_inbox._save_present(p_token, NULL, true, NULL, NULL,
-			pg_catalog.format('fetch: http %s%s', p_http, CASE WHEN since IS NOT NULL THEN ', confirmed' ELSE '' END));
-	ELSE
-		BEGIN
-			doc := p_body::jsonb;
-		EXCEPTION WHEN others THEN
-			doc := NULL;
-		END;
-		obj := jsonb_path_query_first(doc, coalesce(p_unwrap_path, '$'));
-		IF obj IS NULL OR jsonb_typeof(obj) <> 'object' THEN
-			res := webhook_inbox.retry(p_token, 'unreadable: the provider''s response is not the expected JSON object');
-			RETURN CASE WHEN res = 'quarantined' THEN 'quarantined' ELSE 'retry' END;
-		END IF;
-		res := webhook_inbox._save_present(p_token, obj, false, p_status_path, p_version_path, 'fetch');
-	END IF;
-	IF res <> 'fenced' THEN
-		/*
-		 * Events of the object that arrived while the claim was being
-		 * fetched, but before the request left, are covered by the answer:
-		 * the provider's present includes what they announced.  The lease
-		 * still holds the object, so no one else has them.
-		 */
-		IF p_sent_at IS NOT NULL THEN
-			UPDATE webhook_inbox.inbox i
-			   SET status = 'done', reason = 'covered by a fetch', processed_at = now(), updated_at = now(),
-				   decided_route = i.route_id, decided_route_version = i.route_version
-			  FROM webhook_inbox.object_leases l
-			 WHERE l.token = p_token AND i.source_id = l.source_id AND i.object_type = l.object_type
-			   AND i.object_id = l.object_id AND i.status IN ('pending', 'retry') AND i.strategy = 'fetch'
-			   AND i.received_at < p_sent_at;
-		END IF;
-		PERFORM webhook_inbox.complete(p_token, NULL, 'done', 'fetched: ' || res);
-	END IF;
-	RETURN res;
-END
+LANGUAGE sql AS $$
+	SELECT CASE WHEN p_token IS NULL THEN 'fenced' ELSE
+		(SELECT b.outcome FROM webhook_inbox._save_fetched_batch(ARRAY[p_token], ARRAY[p_http], ARRAY[p_body],
+			ARRAY[p_unwrap_path], ARRAY[p_status_path], ARRAY[p_version_path], ARRAY[p_sent_at]) b) END
 $$;
 COMMENT ON FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath, timestamptz) IS
-	'Saves one fetched object (200) or its tombstone (404/410) under the claim token and completes every event of the claim, and the object''s fetch events received before the request left: one fetch covers them all.';
+	'Saves one fetched object (200) or its tombstone (404/410) under the claim token and completes every event of the claim, and the object''s fetch events received before the request left: _save_fetched_batch() for one answer.';
 
 CREATE FUNCTION @extschema@._defer(p_token bigint, p_until timestamptz, p_reason text)
 RETURNS integer

@@ -81,17 +81,19 @@ $$;
 /*
  * The worker's cycle from SQL alone, with the worker's transaction shape:
  * one transaction claims up to batch objects, one more runs _work_round()
- * over all of them; a claim that needs a fetch is saved with
- * _save_fetched() from the newest event's own data.object instead of an
- * HTTP answer.  Returns when nothing is claimable.
+ * over all of them; the claims that need a fetch are saved 32 to a
+ * transaction by _save_fetched_batch(), each from its newest event's own
+ * data.object instead of an HTTP answer.  Returns when nothing is
+ * claimable.
  */
 CREATE PROCEDURE bench.drain_sql(batch integer DEFAULT 100)
 LANGUAGE plpgsql AS $$
 DECLARE
 	tokens bigint[];
 	fetches bigint[];
-	t bigint;
-	body text;
+	bodies text[];
+	k integer;
+	m integer;
 BEGIN
 	LOOP
 		SELECT array_agg(c.claim_token) INTO tokens
@@ -101,12 +103,17 @@ BEGIN
 		SELECT coalesce(array_agg(w.token) FILTER (WHERE w.outcome = 'need_fetch'), '{}') INTO fetches
 		  FROM webhook_inbox._work_round(tokens) w;
 		COMMIT;
-		FOREACH t IN ARRAY fetches LOOP
-			SELECT (i.payload #> '{data,object}')::text INTO body
-			  FROM webhook_inbox.inbox i WHERE i.claim_token = t AND i.status = 'processing'
-			 ORDER BY i.id DESC LIMIT 1;
-			PERFORM webhook_inbox._save_fetched(t, 200, body, '$', '$.status', NULL);
+		k := 1;
+		WHILE k <= cardinality(fetches) LOOP
+			m := least(32, cardinality(fetches) - k + 1);
+			bodies := ARRAY(SELECT (SELECT (i.payload #> '{data,object}')::text FROM webhook_inbox.inbox i
+									 WHERE i.claim_token = t AND i.status = 'processing' ORDER BY i.id DESC LIMIT 1)
+							  FROM unnest(fetches[k:k + m - 1]) WITH ORDINALITY AS f(t, o) ORDER BY f.o);
+			PERFORM 1 FROM webhook_inbox._save_fetched_batch(fetches[k:k + m - 1], array_fill(200, ARRAY[m]), bodies,
+				array_fill('$'::jsonpath, ARRAY[m]), array_fill('$.status'::jsonpath, ARRAY[m]),
+				array_fill(NULL::jsonpath, ARRAY[m]), array_fill(NULL::timestamptz, ARRAY[m]));
 			COMMIT;
+			k := k + m;
 		END LOOP;
 	END LOOP;
 END
