@@ -3,10 +3,10 @@
 -- Background worker: the SQL half of processing a claim, saving fetched
 -- state, reconciliation sweeps, and the worker's counters.
 --
--- The worker (extension/worker.c) drives these functions one object per
--- short transaction; every save goes through upsert_object() or
--- apply_transition() under the object's claim token, so a worker whose
--- lease was taken over is fenced, never last-write-wins.
+-- The worker (extension/round.c) drives these functions a round at a time,
+-- set-based; every save is guarded by the object's claim token (the one
+-- fence check, _fenced()), so a worker whose lease was taken over is
+-- fenced, never last-write-wins.
 ---------------------------------------------------------------------------
 
 CREATE TABLE @extschema@.sweep_checkpoints (
@@ -653,10 +653,10 @@ BEGIN
 	 WHERE l.token = ANY (p_tokens)
 	 ORDER BY l.source_id, l.object_type, l.object_id
 	ON CONFLICT DO NOTHING;
-	PERFORM 1 FROM webhook_inbox.objects o
-	 WHERE (o.source_id, o.object_type, o.object_id) IN (
-			SELECT l.source_id, l.object_type, l.object_id FROM webhook_inbox.object_leases l
-			 WHERE l.token = ANY (p_tokens))
+	PERFORM 1 FROM webhook_inbox.object_leases l
+	  JOIN webhook_inbox.objects o
+		ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id
+	 WHERE l.token = ANY (p_tokens)
 	 ORDER BY o.source_id, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	/*
