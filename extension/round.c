@@ -251,10 +251,16 @@ batch_tokens(Round *rd)
 										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
-/* The claim of rd->batch with this token, or NULL. */
+/*
+ * Row r of the last result, as outcome_row() reads it: the claim of
+ * rd->batch it is about (NULL if none), its outcome and events.
+ */
 static Claim *
-batch_claim(Round *rd, int64 token)
+row_claim(Round *rd, uint64 r, WiOutcome *o, int32 *events)
 {
+	int64		token;
+
+	*o = outcome_row(r, &token, events);
 	for (int i = 0; i < rd->nbatch; i++)
 		if (rd->batch[i]->token == token)
 			return rd->batch[i];
@@ -282,10 +288,9 @@ local_xact(void *arg)
 				SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		int64		token;
 		int32		n;
-		WiOutcome	o = outcome_row(r, &token, &n);
-		Claim	   *c = batch_claim(rd, token);
+		WiOutcome	o;
+		Claim	   *c = row_claim(rd, r, &o, &n);
 
 		if (c == NULL)
 			continue;
@@ -476,15 +481,15 @@ save_xact(void *arg)
 				7, t, v, NULL, SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		int64		token;
 		int32		n;
-		WiOutcome	o = outcome_row(r, &token, &n);
-		Claim	   *c = batch_claim(rd, token);
+		WiOutcome	o;
+		Claim	   *c = row_claim(rd, r, &o, &n);
 
-		if (c == NULL)
-			continue;
-		c->save_result = o;
-		c->saved = true;
+		if (c != NULL)
+		{
+			c->save_result = o;
+			c->saved = true;
+		}
 	}
 }
 
