@@ -123,11 +123,21 @@ put_element(buf *b, const char *s, int lower)
 static int
 buf_add(buf *b, const void *p, size_t n)
 {
-	const char *c = p;
+	if (b->len + n >= b->cap)
+	{
+		size_t		ncap = b->cap ? b->cap : 256;
+		char	   *d;
 
-	for (size_t i = 0; i < n; i++)
-		if (buf_put(b, c[i]) < 0)
+		while (b->len + n >= ncap)
+			ncap *= 2;
+		d = realloc(b->data, ncap);
+		if (d == NULL)
 			return -1;
+		b->data = d;
+		b->cap = ncap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
 	return 0;
 }
 
@@ -143,9 +153,22 @@ put_binary_element(buf *b, const char *s, int lower)
 	size_t		start = b->len;
 	uint32_t	n;
 	unsigned char be[4] = {0, 0, 0, 0};
+	size_t		ascii = 0;
 
 	if (buf_add(b, be, 4) < 0)
 		return -1;
+	/* the common case, plain ASCII: one copy (lowercased in place) */
+	while (ascii < len && p[ascii] < 0x80)
+		ascii++;
+	if (ascii == len)
+	{
+		if (buf_add(b, s, len) < 0)
+			return -1;
+		for (size_t i = start + 4; lower && i < b->len; i++)
+			if (b->data[i] >= 'A' && b->data[i] <= 'Z')
+				b->data[i] = (char) (b->data[i] - 'A' + 'a');
+		len = 0;				/* nothing left for the general loop */
+	}
 	for (size_t i = 0; i < len;)
 	{
 		size_t		k = utf8_seq_len(p + i, len - i);
