@@ -180,7 +180,7 @@ COMMENT ON TABLE @extschema@.seen_bodies IS
 ---------------------------------------------------------------------------
 
 CREATE TABLE @extschema@.objects (
-	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	source_id		integer NOT NULL,	-- kept by sources_referenced, not a foreign key
 	object_type		text NOT NULL,
 	object_id		text NOT NULL,
 	status			text,
@@ -205,7 +205,7 @@ CREATE SEQUENCE @extschema@.claim_token_seq;
 COMMENT ON SEQUENCE @extschema@.claim_token_seq IS 'Fencing tokens: strictly increasing claim tokens.';
 
 CREATE TABLE @extschema@.object_leases (
-	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	source_id		integer NOT NULL,	-- kept by sources_referenced, not a foreign key
 	object_type		text NOT NULL,
 	object_id		text NOT NULL,
 	token			bigint NOT NULL UNIQUE,
@@ -219,7 +219,7 @@ COMMENT ON TABLE @extschema@.object_leases IS
 
 CREATE TABLE @extschema@.transitions (
 	id				bigserial PRIMARY KEY,
-	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	source_id		integer NOT NULL,	-- kept by sources_referenced, not a foreign key
 	object_type		text NOT NULL,
 	object_id		text NOT NULL,
 	machine			text,
@@ -249,7 +249,7 @@ COMMENT ON TABLE @extschema@.machines IS
 
 CREATE TABLE @extschema@.occurrences (
 	id				bigserial PRIMARY KEY,
-	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
+	source_id		integer NOT NULL,	-- kept by sources_referenced, not a foreign key
 	kind			text NOT NULL CONSTRAINT occurrences_kind_check CHECK (kind <> ''),
 	occurrence_id	text NOT NULL CONSTRAINT occurrences_id_check CHECK (occurrence_id <> ''),
 	amount			bigint,
@@ -456,12 +456,14 @@ CREATE TRIGGER sources_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 	ON @extschema@.sources FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._sources_changed();
 
 /*
- * inbox and deliveries refer to sources without a foreign key: a per-row
- * check there cost a tenth of intake, which already reads each batch's
- * sources and holds them FOR KEY SHARE until it commits (as the foreign key
- * did).  This trigger keeps the same guarantee from the other side: a source
- * that events or deliveries refer to cannot be deleted, have its id
- * changed, or be truncated away.
+ * inbox and deliveries, and the worker's mirror, leases, transitions and
+ * occurrences refer to sources without a foreign key: a per-row check there
+ * cost a tenth of intake, which already reads each batch's sources and holds
+ * them FOR KEY SHARE until it commits (as the foreign key did), and as much
+ * of the worker's round, whose rows all come from events of those sources.
+ * This trigger keeps the same guarantee from the other side: a source that
+ * any of them refers to cannot be deleted, have its id changed, or be
+ * truncated away.
  */
 CREATE FUNCTION @extschema@._sources_referenced() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -471,6 +473,11 @@ BEGIN
 			RAISE EXCEPTION 'cannot truncate sources: inbox events and deliveries refer to them'
 				USING ERRCODE = 'foreign_key_violation',
 					  HINT = 'Disable a source instead (enabled = false); prune() removes old events.';
+		END IF;
+		IF EXISTS (SELECT FROM webhook_inbox.objects) OR EXISTS (SELECT FROM webhook_inbox.occurrences)
+		   OR EXISTS (SELECT FROM webhook_inbox.transitions) OR EXISTS (SELECT FROM webhook_inbox.object_leases) THEN
+			RAISE EXCEPTION 'cannot truncate sources: mirrored objects, transitions or occurrences refer to them'
+				USING ERRCODE = 'foreign_key_violation', HINT = 'Disable a source instead (enabled = false).';
 		END IF;
 		RETURN NULL;
 	END IF;
@@ -483,6 +490,13 @@ BEGIN
 			USING ERRCODE = 'foreign_key_violation',
 				  HINT = 'Disable the source instead (enabled = false); prune() removes old events.';
 	END IF;
+	IF EXISTS (SELECT FROM webhook_inbox.objects o WHERE o.source_id = OLD.id)
+	   OR EXISTS (SELECT FROM webhook_inbox.occurrences o WHERE o.source_id = OLD.id)
+	   OR EXISTS (SELECT FROM webhook_inbox.transitions t WHERE t.source_id = OLD.id)
+	   OR EXISTS (SELECT FROM webhook_inbox.object_leases l WHERE l.source_id = OLD.id) THEN
+		RAISE EXCEPTION 'source "%" is still referenced by mirrored objects, transitions or occurrences', OLD.name
+			USING ERRCODE = 'foreign_key_violation', HINT = 'Disable the source instead (enabled = false).';
+	END IF;
 	IF TG_OP = 'DELETE' THEN
 		RETURN OLD;
 	END IF;
@@ -490,7 +504,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sources_referenced() IS
-	'Refuses deleting, renumbering or truncating sources that inbox events or deliveries refer to (their foreign key, checked once per change of sources instead of once per delivery).';
+	'Refuses deleting, renumbering or truncating sources that inbox events, deliveries, mirrored objects, leases, transitions or occurrences refer to (their foreign key, checked once per change of sources instead of once per row).';
 CREATE TRIGGER sources_referenced BEFORE DELETE OR UPDATE OF id
 	ON @extschema@.sources FOR EACH ROW EXECUTE FUNCTION @extschema@._sources_referenced();
 CREATE TRIGGER sources_referenced_truncate BEFORE TRUNCATE

@@ -68,3 +68,15 @@ ROLLBACK;
 -- bad arguments
 SELECT * FROM webhook_inbox._work_local(0);
 SELECT * FROM webhook_inbox._local_candidates(10001);
+
+-- the mirror refers to its source without a foreign key: the source cannot
+-- go while mirrored objects (or transitions, occurrences, leases) refer to it
+SELECT webhook_inbox.create_source('wl_ref', 'stripe', 'whsec_wl') IS NOT NULL AS created;
+SELECT webhook_inbox.upsert_object('wl_ref', 'customer', 'cus_1', NULL, NULL, '{"id":"cus_1"}');
+\set VERBOSITY terse
+DELETE FROM webhook_inbox.sources WHERE name = 'wl_ref';
+UPDATE webhook_inbox.sources SET id = id + 1000 WHERE name = 'wl_ref';
+\set VERBOSITY default
+DELETE FROM webhook_inbox.objects WHERE source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'wl_ref');
+DELETE FROM webhook_inbox.sources WHERE name = 'wl_ref';
+SELECT count(*) AS left FROM webhook_inbox.sources WHERE name = 'wl_ref';

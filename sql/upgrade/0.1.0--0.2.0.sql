@@ -244,6 +244,14 @@ CREATE TRIGGER sources_referenced_truncate BEFORE TRUNCATE
 DROP INDEX @extschema@.deliveries_received_idx;
 CREATE INDEX deliveries_received_idx ON @extschema@.deliveries USING brin (received_at);
 
+-- the worker: its mirror, leases, transitions and occurrences refer to
+-- sources without a per-row foreign key check either; sources_referenced
+-- refuses deleting a source they refer to.
+ALTER TABLE @extschema@.objects DROP CONSTRAINT objects_source_id_fkey;
+ALTER TABLE @extschema@.object_leases DROP CONSTRAINT object_leases_source_id_fkey;
+ALTER TABLE @extschema@.transitions DROP CONSTRAINT transitions_source_id_fkey;
+ALTER TABLE @extschema@.occurrences DROP CONSTRAINT occurrences_source_id_fkey;
+
 -- effects: where a refund listing continues (uncertain Stripe refunds are looked
 -- for by their effect key in the PaymentIntent's refunds)
 ALTER TABLE @extschema@.effects ADD COLUMN lookup_cursor text;
