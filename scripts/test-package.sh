@@ -57,7 +57,8 @@ cleanup()
 {
 	if [ "$installed" = 1 ] && [ -z "${WI_PACKAGE_NAMESPACE:-}" ]; then
 		# shellcheck disable=SC2086
-		dpkg --purge $PACKAGES >/dev/null || echo "warning: dpkg --purge failed" >&2
+		# quiet: the prove summary above stays the last line of the run
+		dpkg --purge $PACKAGES >/dev/null 2>&1 || echo "warning: dpkg --purge failed" >&2
 	fi
 	[ "${keep:-0}" = 1 ] || rm -rf "$WORK"
 }
