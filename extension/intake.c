@@ -56,7 +56,6 @@
 #include "utils/timestamp.h"
 
 #include "intake_ids.h"
-#include "intake_json.h"
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_intake);
@@ -533,13 +532,8 @@ read_ids(Row *r)
 		why = pstrdup("unconvertible: the database encoding is not UTF8");
 	if (why == NULL)
 	{
-		/* most bodies take the fast path; the full parser says what is wrong */
-		r->payload = wi_json_fast(data, len, MAX_JSON_DEPTH, MAX_NUM_DIGITS, MAX_NUM_EXP);
-		if (r->payload == NULL)
-		{
-			text = pnstrdup(data, len);
-			r->payload = parse_json(text, len, &why);
-		}
+		text = pnstrdup(data, len);
+		r->payload = parse_json(text, len, &why);
 	}
 	if (r->payload == NULL)
 	{
