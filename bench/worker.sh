@@ -11,6 +11,10 @@ set -euo pipefail
 
 DRAIN_EVENTS="${DRAIN_EVENTS:-20000}"
 FETCH_EVENTS="${FETCH_EVENTS:-8000}"
+# a warm-up drain of this many events before each measured one (PgQ's and the
+# worker's), so that both are measured in their steady state, not a session's
+# first plans
+WARMUP_EVENTS="${WARMUP_EVENTS:-2000}"
 LATENCY_SECONDS="${LATENCY_SECONDS:-20}"
 BURST_OBJECTS="${BURST_OBJECTS:-200}"
 BURST_EVENTS="${BURST_EVENTS:-2000}"
@@ -177,6 +181,7 @@ BEGIN
 END
 $$;
 SQL
+q -c "CALL bench.pgq_load($WARMUP_EVENTS)" -c "CALL bench.pgq_drain()" -c "TRUNCATE bench.pgq_occurrences" >/dev/null
 q -c "CALL bench.pgq_load($DRAIN_EVENTS)" >/dev/null
 t0=$(now_s)
 q -c "CALL bench.pgq_drain()" >/dev/null
@@ -210,6 +215,10 @@ for strategy in occurrence machine version fetch; do
 	version) src=ver; n=$DRAIN_EVENTS; target="-"; op=""; lim="" ;;
 	fetch) src=fet; n=$FETCH_EVENTS; target=">= 2000 ev/s"; op=">="; lim=2000 ;;
 	esac
+	if [ "$strategy" != fetch ] && [ "$WARMUP_EVENTS" -gt 0 ]; then
+		load "$strategy" "$src" "$WARMUP_EVENTS"
+		drain_worker "$src" >/dev/null
+	fi
 	per=""
 	if [ "$strategy" = fetch ]; then
 		# The same-run reference of the set-based save: the same drain with
