@@ -107,7 +107,8 @@ prepare_claim_plans(void)
 			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - 10 * $3 " \
 			"  OR NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox j " \
 			"    WHERE j.source_id = i.source_id AND j.object_type = i.object_type " \
-			"    AND j.object_id = i.object_id AND j.status = 'pending' AND j.received_at > now() - $3)) " \
+			"    AND j.object_id = i.object_id AND j.status = 'pending' AND j.received_at > now() - $3 " \
+			"    OFFSET 0)) " /* a probe of the object's live events, never a hashed scan of the inbox */ \
 			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l " \
 			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type " \
 			"  AND l.object_id = i.object_id AND l.expires_at > now()) " \
