@@ -124,7 +124,7 @@ DECLARE
 	x_token bigint[] := '{}';
 	x_outcome text[] := '{}';
 	/* the round's events by what decides them, each with its claim's token */
-	a_ids bigint[];				/* the route alone, or a fetch */
+	a_ids bigint[];				/* the route alone */
 	a_toks bigint[];
 	o_ids bigint[];				/* occurrences (and state events that also record one) */
 	o_toks bigint[];
@@ -132,6 +132,7 @@ DECLARE
 	m_toks bigint[];
 	v_ids bigint[];				/* version walks */
 	v_toks bigint[];
+	f_toks bigint[];			/* claims with a fetch event */
 	bad record;
 BEGIN
 	/*
@@ -142,15 +143,20 @@ BEGIN
 	SELECT coalesce(array_agg(i.id) FILTER (WHERE k.a), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.a), '{}'),
 		   coalesce(array_agg(i.id) FILTER (WHERE k.o), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.o), '{}'),
 		   coalesce(array_agg(i.id) FILTER (WHERE k.m), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.m), '{}'),
-		   coalesce(array_agg(i.id) FILTER (WHERE k.v), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.v), '{}')
-	  INTO a_ids, a_toks, o_ids, o_toks, m_ids, m_toks, v_ids, v_toks
+		   coalesce(array_agg(i.id) FILTER (WHERE k.v), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.v), '{}'),
+		   /* fetch events: only the provider's present decides them */
+		   coalesce(array_agg(DISTINCT i.claim_token) FILTER (WHERE i.strategy = 'fetch'), '{}')
+	  INTO a_ids, a_toks, o_ids, o_toks, m_ids, m_toks, v_ids, v_toks, f_toks
 	  FROM webhook_inbox._round_events(p_ids, p_tokens, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
 	 CROSS JOIN LATERAL (
 			SELECT i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL AS m,
 				   i.strategy = 'version' AS v,
 				   i.strategy = 'occurrence'
 					OR (r.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')) AS o) k0
-	 CROSS JOIN LATERAL (SELECT k0.m, k0.v, k0.o, NOT (k0.m OR k0.v OR i.strategy = 'occurrence') AS a) k;
+	 CROSS JOIN LATERAL (SELECT k0.m, k0.v, k0.o,
+								NOT (k0.m OR k0.v OR i.strategy IN ('occurrence', 'fetch')) AS a) k;
+	x_token := x_token || f_toks;
+	x_outcome := x_outcome || array_fill('need_fetch'::text, ARRAY[cardinality(f_toks)]);
 
 	IF cardinality(a_ids) > 0 THEN
 	/*
@@ -171,12 +177,6 @@ BEGIN
 	 WHERE (i.strategy NOT IN ('fetch', 'version', 'machine', 'occurrence')
 			OR (i.strategy = 'machine' AND (r.machine IS NULL OR i.status_value IS NULL)));
 
-	/* fetch events: only the provider's present decides them */
-	SELECT x_token || coalesce(array_agg(DISTINCT i.claim_token), '{}'),
-		   x_outcome || coalesce(array_agg('need_fetch'::text), '{}')
-	  INTO x_token, x_outcome
-	  FROM (SELECT DISTINCT ON (i.claim_token) i.claim_token FROM webhook_inbox._round_events(a_ids, a_toks, p_from) i
-			 WHERE i.strategy = 'fetch') i;
 	END IF;
 
 	IF cardinality(o_ids) > 0 THEN
