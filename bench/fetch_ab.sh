@@ -17,26 +17,16 @@ NEW_BIN="${2:?usage: fetch_ab.sh OLD_BINDIR NEW_BINDIR [PAIRS]}"
 PAIRS="${3:-3}"
 FETCH_EVENTS="${FETCH_EVENTS:-8000}"
 command -v webhook-sim >/dev/null || { echo "webhook-sim is not on PATH" >&2; exit 1; }
+port="${BENCH_PGPORT:-}"
+. "$BENCH_DIR/lib.sh"
+BENCH_PGPORT="${port:-$(free_port)}"
 
 one() {
-	local bindir="$1"
-	PATH="$bindir:$PATH"
-	BENCH_PGPORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')"
-	. "$BENCH_DIR/lib.sh"
+	local t0
+	PATH="$1:$PATH"
 	cluster_start
 	worker_enable off
-	webhook-sim serve --listen 127.0.0.1:0 --seed 7 --objects $((FETCH_EVENTS * 2 + 2000)) \
-		--events $((FETCH_EVENTS * 2 + 2000)) --stripe fet:whsec_bench >"$BENCH_WORK/sim.out" 2>&1 &
-	local sim_pid=$! sim t0
-	for _ in $(seq 300); do grep -q '^listening on' "$BENCH_WORK/sim.out" && break; sleep 0.1; done
-	sim="http://$(sed -n 's/^listening on //p' "$BENCH_WORK/sim.out")"
-	q -c "SELECT webhook_inbox.create_source(name => 'fet', kind => 'stripe', secret => 'whsec_bench', api_base => '$sim')" >/dev/null
-	q -c "CREATE TABLE bench.subs (i serial PRIMARY KEY, id text NOT NULL)" >/dev/null
-	curl -sf "$sim/_sim/truth" | python3 -c '
-import json, sys
-for o in json.load(sys.stdin)["objects"]:
-    if o["type"] == "subscription" and not o["deleted"]:
-        print(o["id"])' | q -c "\\copy bench.subs (id) FROM STDIN"
+	sim_start $((FETCH_EVENTS * 2 + 2000))
 	q -c "SELECT count(bench.stripe('fet', bench.fetch_body(nextval('bench.ids'), s.id)))
 	      FROM bench.subs s WHERE s.i <= $FETCH_EVENTS" >/dev/null
 	q -c "ANALYZE webhook_inbox.inbox" -c "CHECKPOINT" >/dev/null
@@ -48,9 +38,8 @@ for o in json.load(sys.stdin)["objects"]:
 	worker_enable off
 	q -c "SELECT round(count(*) / extract(epoch FROM max(processed_at) - min(processed_at)))
 	      FROM webhook_inbox.inbox WHERE processed_at >= '$t0'"
-	kill "$sim_pid"
+	kill "$SIM_PID"
 	cluster_stop
-	rm -rf "$BENCH_WORK"
 }
 
 sum_old=0
@@ -62,4 +51,5 @@ for k in $(seq "$PAIRS"); do
 	sum_old=$((sum_old + o))
 	sum_new=$((sum_new + n))
 done
+rm -rf "$BENCH_WORK"
 echo "mean: old $((sum_old / PAIRS)) ev/s, new $((sum_new / PAIRS)) ev/s, $(awk -v a="$sum_new" -v b="$sum_old" 'BEGIN { printf "%.2f", a / b }') x"

@@ -107,3 +107,23 @@ print_table() {
 free_port() {
 	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
 }
+
+# sim_start OBJECTS: a webhook-sim serve with OBJECTS objects (their truth
+# applied before it listens; no delivery), the Stripe source "fet" reading
+# from it, and its live subscriptions in bench.subs (i, id).  Sets SIM (its
+# base URL) and SIM_PID.
+sim_start() {
+	webhook-sim serve --listen 127.0.0.1:0 --seed 7 --objects "$1" --events "$1" \
+		--stripe fet:whsec_bench >"$BENCH_WORK/sim.out" 2>&1 &
+	SIM_PID=$!
+	for _ in $(seq 300); do grep -q '^listening on' "$BENCH_WORK/sim.out" && break; sleep 0.1; done
+	SIM="http://$(sed -n 's/^listening on //p' "$BENCH_WORK/sim.out")"
+	[ "$SIM" != "http://" ] || { echo "webhook-sim did not start" >&2; cat "$BENCH_WORK/sim.out" >&2; return 1; }
+	q -c "SELECT webhook_inbox.create_source(name => 'fet', kind => 'stripe', secret => 'whsec_bench', api_base => '$SIM')" >/dev/null
+	q -c "CREATE TABLE IF NOT EXISTS bench.subs (i serial PRIMARY KEY, id text NOT NULL)" >/dev/null
+	curl -sf "$SIM/_sim/truth" | python3 -c '
+import json, sys
+for o in json.load(sys.stdin)["objects"]:
+    if o["type"] == "subscription" and not o["deleted"]:
+        print(o["id"])' | q -c "\\copy bench.subs (id) FROM STDIN"
+}

@@ -28,28 +28,16 @@ q -c "DELETE FROM webhook_inbox.inbox WHERE source_id = (SELECT id FROM webhook_
   -c "VACUUM ANALYZE webhook_inbox.inbox" >/dev/null
 
 # ---- the simulator: the read API for the fetch strategy ----
-sim_pid=""
+SIM_PID=""
 holder_pid=""
 cleanup() {
-	[ -n "$sim_pid" ] && kill "$sim_pid" 2>/dev/null || true
+	[ -n "$SIM_PID" ] && kill "$SIM_PID" 2>/dev/null || true
 	[ -n "$holder_pid" ] && kill "$holder_pid" 2>/dev/null || true
 	worker_enable off 2>/dev/null || true
 }
 trap cleanup EXIT
 sim_objects=$((FETCH_EVENTS * 2 + BURST_OBJECTS * 2 + 1000))
-webhook-sim serve --listen 127.0.0.1:0 --seed 7 --objects "$sim_objects" --events "$sim_objects" \
-	--stripe fet:whsec_bench >"$BENCH_WORK/sim.out" 2>&1 &
-sim_pid=$!
-for _ in $(seq 300); do grep -q '^listening on' "$BENCH_WORK/sim.out" && break; sleep 0.1; done
-SIM="http://$(sed -n 's/^listening on //p' "$BENCH_WORK/sim.out")"
-[ "$SIM" != "http://" ] || { echo "webhook-sim did not start" >&2; cat "$BENCH_WORK/sim.out" >&2; exit 1; }
-q -c "SELECT webhook_inbox.create_source(name => 'fet', kind => 'stripe', secret => 'whsec_bench', api_base => '$SIM')" >/dev/null
-q -c "CREATE TABLE IF NOT EXISTS bench.subs (i serial PRIMARY KEY, id text NOT NULL)" >/dev/null
-curl -sf "$SIM/_sim/truth" | python3 -c '
-import json, sys
-for o in json.load(sys.stdin)["objects"]:
-    if o["type"] == "subscription" and not o["deleted"]:
-        print(o["id"])' | q -c "\\copy bench.subs (id) FROM STDIN"
+sim_start "$sim_objects"
 nsubs=$(q -c "SELECT count(*) FROM bench.subs")
 if [ "$nsubs" -lt $((FETCH_EVENTS + BURST_OBJECTS)) ]; then
 	echo "  only $nsubs simulator subscriptions; fetch drain reduced" >&2
