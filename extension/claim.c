@@ -196,19 +196,20 @@ prepare_claim_plans(void)
 }
 
 /*
- * Candidates: distinct objects in order of their oldest due event, by one
- * of the scans above.  Reads pages until there are twice as many objects as
- * asked for (some will be taken by concurrent claimers) or the due events
- * run out.  Inside SPI; the candidates are allocated in the caller's SPI
+ * Candidates: up to want distinct objects in order of their oldest due
+ * event, by one of the scans above, read a page of want rows at a time (an
+ * object may have many) until there are enough, the due events run out or
+ * 32 rows per object asked for were read.  Every row read costs its probes
+ * of the object's events and lease, so a page is no larger than what is
+ * wanted.  Inside SPI; the candidates are allocated in the caller's SPI
  * context.
  */
 static int
-scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, Interval *fetch_delay,
-				Candidate **out)
+scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, int want,
+				Interval *fetch_delay, Candidate **out)
 {
-	int			page = Max(max_objects * 4, 100);
-	int			want = max_objects * 2;
-	int			cap = 8;
+	int			page = want;
+	int			limit = max_objects * 32;
 	TimestampTz now = GetCurrentTimestamp();
 	bool		full = !wi_claim_scan_floor ||
 		TimestampDifferenceExceeds(floor->at, now, SCAN_FLOOR_TTL_MS);
@@ -226,7 +227,7 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, Interval *fe
 		int			cand;		/* 1 + its index in cands; 0: free */
 	}		   *slots = palloc0(sizeof(*slots) * nslots);
 
-	while (ncands < want && scanned < page * cap)
+	while (ncands < want && scanned < limit)
 	{
 		Datum		a[3] = {Int32GetDatum(page), Int64GetDatum(after), IntervalPGetDatum(fetch_delay)};
 		uint64		got;
@@ -358,8 +359,13 @@ wi_claim(PG_FUNCTION_ARGS)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
 
+	/*
+	 * A quarter more candidates than objects asked for: some may be taken
+	 * by concurrent claimers meanwhile (the lease step takes max_objects of
+	 * the free ones).
+	 */
 	ncands = scan_candidates(wi_claim_skip_local ? candidates_nolocal_plan : candidates_plan, &claim_floor,
-							 max_objects, fetch_delay, &cands);
+							 max_objects, max_objects + max_objects / 4 + 1, fetch_delay, &cands);
 
 	if (ncands > 0)
 	{
@@ -531,7 +537,7 @@ wi_local_candidates(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
-	ncands = scan_candidates(local_plan, &local_floor, max_objects, unused, &cands);
+	ncands = scan_candidates(local_plan, &local_floor, max_objects, max_objects * 2, unused, &cands);
 	for (int k = 0; k < ncands; k++)
 	{
 		Datum		values[3];

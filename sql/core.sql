@@ -873,14 +873,17 @@ COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
 -- Mirror: version guard (C), machines (C), occurrences
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_object_id text,
+CREATE FUNCTION @extschema@._fence(p_source_id integer, p_object_type text, p_object_id text,
 	p_token bigint)
-RETURNS boolean
+RETURNS TABLE (fenced boolean)
 LANGUAGE sql STABLE AS $$
 	/*
 	 * the one fence check: another claim holds the object, or a newer token
-	 * saved it.  No SET search_path (it is inlined into set-based
-	 * statements, see sql/search_path.sql): every operator qualified.
+	 * saved it.  A table function, so that the planner inlines it into the
+	 * set-based statements that join it LATERAL (a scalar SQL function with
+	 * a subquery is never inlined, and its call costs more than its two
+	 * probes); no SET search_path (see sql/search_path.sql): every operator
+	 * qualified.
 	 */
 	SELECT p_token IS NOT NULL AND (
 		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
@@ -894,8 +897,17 @@ LANGUAGE sql STABLE AS $$
 					  AND o.object_id OPERATOR(pg_catalog.=) p_object_id
 					  AND o.fence_token OPERATOR(pg_catalog.>) p_token))
 $$;
+COMMENT ON FUNCTION @extschema@._fence(integer, text, text, bigint) IS
+	'The fence check as one row (fenced): true when a save under this claim token must be refused, because another claim holds the object or a newer token has saved it. Set-based statements join it LATERAL; _fenced() asks it for one object.';
+
+CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_object_id text,
+	p_token bigint)
+RETURNS boolean
+LANGUAGE sql STABLE AS $$
+	SELECT f.fenced FROM webhook_inbox._fence(p_source_id, p_object_type, p_object_id, p_token) f
+$$;
 COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, bigint) IS
-	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it. Every guarded save asks this.';
+	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it (_fence() for one object). Every guarded save asks this.';
 
 CREATE FUNCTION @extschema@.upsert_object(source text, object_type text, object_id text,
 	version numeric, status text, state jsonb, claim_token bigint DEFAULT NULL,

@@ -485,12 +485,14 @@ BEGIN
 	 * workers), and the fence check of each object: a claim that was taken
 	 * over is reported fenced and left to its new holder.
 	 */
-	SELECT coalesce(array_agg(f.token) FILTER (WHERE NOT f.fenced), '{}'),
-		   coalesce(array_agg(f.token) FILTER (WHERE f.fenced), '{}')
+	SELECT coalesce(array_agg(l.token) FILTER (WHERE NOT f.fenced), '{}'),
+		   coalesce(array_agg(l.token) FILTER (WHERE f.fenced), '{}')
 	  INTO live, fenced
-	  FROM (SELECT l.token, webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, l.token) AS fenced
-			  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
-					 ORDER BY x.token FOR UPDATE) l) f;
+	  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
+			 ORDER BY x.token FOR UPDATE) l
+	 /* evaluated once per claim (OFFSET 0: not copied into each FILTER) */
+	 CROSS JOIN LATERAL (SELECT f.fenced FROM webhook_inbox._fence(l.source_id, l.object_type, l.object_id, l.token) f
+						 OFFSET 0) f;
 	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
 							   WHERE t <> ALL (live) AND t <> ALL (fenced));
 	SELECT coalesce(array_agg(i.id ORDER BY i.id), '{}'), coalesce(array_agg(i.claim_token ORDER BY i.id), '{}')
@@ -565,7 +567,8 @@ BEGIN
 	  INTO t_sid, t_type, t_oid, t_tok
 	  FROM (SELECT c.*, nextval('webhook_inbox.claim_token_seq') AS tok
 			  FROM unnest(l_sid, l_type, l_oid) AS c(source_id, object_type, object_id)) c
-	 WHERE NOT webhook_inbox._fenced(c.source_id, c.object_type, c.object_id, c.tok);
+	 CROSS JOIN LATERAL webhook_inbox._fence(c.source_id, c.object_type, c.object_id, c.tok) f
+	 WHERE NOT f.fenced;
 	/* ... and their pending events */
 	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
 	  INTO ids, toks
@@ -627,6 +630,10 @@ SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan
 AS $$
 DECLARE
 	n integer := cardinality(p_tokens);
+	/* the objects' rows this save created */
+	n_sid integer[];
+	n_type text[];
+	n_oid text[];
 BEGIN
 	IF cardinality(p_objects) IS DISTINCT FROM n OR cardinality(p_deleted) IS DISTINCT FROM n
 	   OR cardinality(p_status_paths) IS DISTINCT FROM n OR cardinality(p_version_paths) IS DISTINCT FROM n
@@ -648,15 +655,27 @@ BEGIN
 				WHERE l.token = ANY (p_tokens) AND (l.object_type = '' OR l.object_id = '')) THEN
 		RAISE EXCEPTION 'object_type and object_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
-	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id)
-	SELECT l.source_id, l.object_type, l.object_id FROM webhook_inbox.object_leases l
-	 WHERE l.token = ANY (p_tokens)
-	 ORDER BY l.source_id, l.object_type, l.object_id
-	ON CONFLICT DO NOTHING;
+	WITH ins AS (
+		INSERT INTO webhook_inbox.objects (source_id, object_type, object_id)
+		SELECT l.source_id, l.object_type, l.object_id FROM webhook_inbox.object_leases l
+		 WHERE l.token = ANY (p_tokens)
+		 ORDER BY l.source_id, l.object_type, l.object_id
+		ON CONFLICT DO NOTHING
+		RETURNING source_id, object_type, object_id)
+	SELECT coalesce(array_agg(ins.source_id), '{}'), coalesce(array_agg(ins.object_type), '{}'),
+		   coalesce(array_agg(ins.object_id), '{}')
+	  INTO n_sid, n_type, n_oid
+	  FROM ins;
+	/*
+	 * A row this transaction inserted is invisible to everyone else until
+	 * the commit, and as good as locked: only the others are locked (a lock
+	 * is a write of its own).
+	 */
 	PERFORM 1 FROM webhook_inbox.object_leases l
 	  JOIN webhook_inbox.objects o
 		ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id
 	 WHERE l.token = ANY (p_tokens)
+	   AND (l.source_id, l.object_type, l.object_id) NOT IN (SELECT * FROM unnest(n_sid, n_type, n_oid))
 	 ORDER BY o.source_id, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	/*
@@ -681,15 +700,17 @@ BEGIN
 		 CROSS JOIN LATERAL (SELECT coalesce(x.del, false)
 									OR coalesce(x.obj ->> 'deleted', 'false') = 'true' AS del) q),
 	d AS (
-		SELECT a.*, o.status AS old_st, o.version AS old_ver, o.deleted AS old_del, f.fresh,
-			   webhook_inbox._fenced(a.source_id, a.object_type, a.object_id, a.tok) AS fenced,
+		SELECT a.*, o.status AS old_st, o.version AS old_ver, o.deleted AS old_del, f.fresh, g.fenced,
 			   NOT f.fresh AND o.deleted = a.del AND (a.st IS NULL OR (a.st = o.status) IS TRUE)
 				   AND (a.state IS NULL OR (o.state IS NOT NULL AND a.state = o.state)) AS same
 		  FROM a
 		  JOIN webhook_inbox.objects o
 			ON o.source_id = a.source_id AND o.object_type = a.object_type AND o.object_id = a.object_id
 		 CROSS JOIN LATERAL (SELECT (o.status IS NULL AND o.version IS NULL AND o.state IS NULL
-									 AND NOT o.deleted) AS fresh) f),
+									 AND NOT o.deleted) AS fresh) f
+		 /* evaluated once per answer (OFFSET 0: not copied where r reads it) */
+		 CROSS JOIN LATERAL (SELECT g.fenced FROM webhook_inbox._fence(a.source_id, a.object_type, a.object_id, a.tok) g
+							 OFFSET 0) g),
 	r AS (
 		SELECT d.*,
 			   CASE WHEN d.fenced THEN 'fenced'
