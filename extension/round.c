@@ -52,6 +52,7 @@ typedef struct Claim
 	char	   *object_id;
 	int			nevents;
 	TimestampTz expires_at;
+	bool		fetch_only;		/* nothing to do but a fetch (claim_xact) */
 	bool		need_fetch;
 	WiSource   *src;
 	const WiAdapter *adapter;
@@ -217,8 +218,19 @@ claim_xact(void *arg)
 	Datum		v[3] = {CStringGetTextDatum(rd->steps->holder), Int32GetDatum(wi_batch_size),
 	CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms))};
 
-	wi_spi_exec("SELECT claim_token, source_id, object_type, object_id, cardinality(event_ids), "
-				"expires_at FROM webhook_inbox.claim($1, $2, $3::interval)",
+	/*
+	 * fetch_only: every event of the claim is one only the provider's
+	 * present decides (a fetch route that records no occurrence), so the
+	 * round has nothing to do for it locally (_work_round() would only say
+	 * need_fetch), and the save does the fence check.
+	 */
+	wi_spi_exec("SELECT c.claim_token, c.source_id, c.object_type, c.object_id, cardinality(c.event_ids), "
+				"c.expires_at, c.strategy = 'fetch' AND NOT EXISTS (SELECT 1 FROM unnest(c.event_ids) e "
+				"  CROSS JOIN LATERAL (SELECT i.strategy, i.route_id FROM webhook_inbox.inbox i "
+				"    WHERE i.id = e OFFSET 0) i "
+				"  LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id "
+				"  WHERE i.strategy IS DISTINCT FROM 'fetch' OR r.occurrence_kind IS NOT NULL) "
+				"FROM webhook_inbox.claim($1, $2, $3::interval) c",
 				3, t, v, NULL, SPI_OK_SELECT);
 	rd->nclaims = (int) SPI_processed;
 	rd->claims = MemoryContextAllocZero(cxt, sizeof(Claim) * Max(rd->nclaims, 1));
@@ -235,6 +247,7 @@ claim_xact(void *arg)
 		c->object_id = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 4));
 		c->nevents = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		c->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
+		c->fetch_only = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
 	}
 }
 
@@ -309,7 +322,8 @@ count_local(Claim *c)
 }
 
 /*
- * All claims' local work in one transaction (one commit per round).  If it
+ * The local work of all claims that have any (those that are fetch_only
+ * only need their fetch) in one transaction (one commit per round).  If it
  * fails, each claim again in a transaction of its own, so one bad object
  * cannot hold up the others; a claim that fails alone is retried.  Returns
  * how many claims need a fetch.
@@ -318,16 +332,27 @@ static int
 local_work(Round *rd)
 {
 	int			nfetch = 0;
+	Claim	  **local;
+	int			nlocal = 0;
 
-	rd->batch = palloc(sizeof(Claim *) * Max(rd->nclaims, 1));
-	rd->nbatch = rd->nclaims;
+	local = palloc(sizeof(Claim *) * Max(rd->nclaims, 1));
 	for (int i = 0; i < rd->nclaims; i++)
-		rd->batch[i] = &rd->claims[i];
-	if (wi_step_run(rd->steps, local_xact, rd) != NULL)
 	{
-		for (int i = 0; i < rd->nclaims; i++)
+		Claim	   *c = &rd->claims[i];
+
+		memset(c->counts, 0, sizeof(c->counts));
+		c->need_fetch = c->fetch_only;
+		if (!c->fetch_only)
+			local[nlocal++] = c;
+	}
+	rd->batch = palloc(sizeof(Claim *) * Max(nlocal, 1));
+	memcpy(rd->batch, local, sizeof(Claim *) * nlocal);
+	rd->nbatch = nlocal;
+	if (nlocal > 0 && wi_step_run(rd->steps, local_xact, rd) != NULL)
+	{
+		for (int k = 0; k < nlocal; k++)
 		{
-			Claim	   *c = &rd->claims[i];
+			Claim	   *c = local[k];
 			char	   *err;
 
 			memset(c->counts, 0, sizeof(c->counts));
