@@ -873,17 +873,17 @@ COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
 -- Mirror: version guard (C), machines (C), occurrences
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._fence(p_source_id integer, p_object_type text, p_object_id text,
+CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_object_id text,
 	p_token bigint)
-RETURNS TABLE (fenced boolean)
+RETURNS boolean
 LANGUAGE sql STABLE AS $$
 	/*
 	 * the one fence check: another claim holds the object, or a newer token
-	 * saved it.  A table function, so that the planner inlines it into the
-	 * set-based statements that join it LATERAL (a scalar SQL function with
-	 * a subquery is never inlined, and its call costs more than its two
-	 * probes); no SET search_path (see sql/search_path.sql): every operator
-	 * qualified.
+	 * saved it.  Never inlined (its body has subqueries), so each statement
+	 * that calls it plans these probes afresh, for the tables as they are
+	 * now; set-based callers ask it once per row (OFFSET 0 where a pulled-up
+	 * subquery would copy the call).  No SET search_path (a SET per call
+	 * costs, see sql/search_path.sql): every operator qualified.
 	 */
 	SELECT p_token IS NOT NULL AND (
 		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
@@ -897,17 +897,8 @@ LANGUAGE sql STABLE AS $$
 					  AND o.object_id OPERATOR(pg_catalog.=) p_object_id
 					  AND o.fence_token OPERATOR(pg_catalog.>) p_token))
 $$;
-COMMENT ON FUNCTION @extschema@._fence(integer, text, text, bigint) IS
-	'The fence check as one row (fenced): true when a save under this claim token must be refused, because another claim holds the object or a newer token has saved it. Set-based statements join it LATERAL; _fenced() asks it for one object.';
-
-CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_object_id text,
-	p_token bigint)
-RETURNS boolean
-LANGUAGE sql STABLE AS $$
-	SELECT f.fenced FROM webhook_inbox._fence(p_source_id, p_object_type, p_object_id, p_token) f
-$$;
 COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, bigint) IS
-	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it (_fence() for one object). Every guarded save asks this.';
+	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it. Every guarded save asks this.';
 
 CREATE FUNCTION @extschema@.upsert_object(source text, object_type text, object_id text,
 	version numeric, status text, state jsonb, claim_token bigint DEFAULT NULL,

@@ -490,8 +490,8 @@ BEGIN
 	  INTO live, fenced
 	  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
 			 ORDER BY x.token FOR UPDATE) l
-	 /* evaluated once per claim (OFFSET 0: not copied into each FILTER) */
-	 CROSS JOIN LATERAL (SELECT f.fenced FROM webhook_inbox._fence(l.source_id, l.object_type, l.object_id, l.token) f
+	 /* asked once per claim (OFFSET 0: the call is not copied into each FILTER) */
+	 CROSS JOIN LATERAL (SELECT webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, l.token) AS fenced
 						 OFFSET 0) f;
 	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
 							   WHERE t <> ALL (live) AND t <> ALL (fenced));
@@ -567,8 +567,7 @@ BEGIN
 	  INTO t_sid, t_type, t_oid, t_tok
 	  FROM (SELECT c.*, nextval('webhook_inbox.claim_token_seq') AS tok
 			  FROM unnest(l_sid, l_type, l_oid) AS c(source_id, object_type, object_id)) c
-	 CROSS JOIN LATERAL webhook_inbox._fence(c.source_id, c.object_type, c.object_id, c.tok) f
-	 WHERE NOT f.fenced;
+	 WHERE NOT webhook_inbox._fenced(c.source_id, c.object_type, c.object_id, c.tok);
 	/* ... and their pending events */
 	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
 	  INTO ids, toks
@@ -708,8 +707,8 @@ BEGIN
 			ON o.source_id = a.source_id AND o.object_type = a.object_type AND o.object_id = a.object_id
 		 CROSS JOIN LATERAL (SELECT (o.status IS NULL AND o.version IS NULL AND o.state IS NULL
 									 AND NOT o.deleted) AS fresh) f
-		 /* evaluated once per answer (OFFSET 0: not copied where r reads it) */
-		 CROSS JOIN LATERAL (SELECT g.fenced FROM webhook_inbox._fence(a.source_id, a.object_type, a.object_id, a.tok) g
+		 /* asked once per answer (OFFSET 0: the call is not copied where r reads it) */
+		 CROSS JOIN LATERAL (SELECT webhook_inbox._fenced(a.source_id, a.object_type, a.object_id, a.tok) AS fenced
 							 OFFSET 0) g),
 	r AS (
 		SELECT d.*,
