@@ -1140,8 +1140,8 @@ $$;
 COMMENT ON FUNCTION @extschema@.reclassify(bigint[]) IS
 	'Runs ignored or quarantined events through the routes again (after a route was added or fixed); those that now have a route become pending. Audited in requeues. Returns how many.';
 
-CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
-	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint)
+CREATE FUNCTION @extschema@._prune_check(older_than interval, strip_payloads_older_than interval)
+RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
 	IF older_than IS NULL OR older_than < '0 seconds' THEN
@@ -1151,25 +1151,129 @@ BEGIN
 		RAISE EXCEPTION 'strip_payloads_older_than must be a non-negative interval'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._prune_check(interval, interval) IS
+	'The arguments of prune() and prune_in_batches(), checked.';
+
+CREATE FUNCTION @extschema@._prune_range(p_from bigint, p_to bigint, p_cutoff timestamptz,
+	p_strip_cutoff timestamptz, OUT inbox_deleted bigint, OUT deliveries_deleted bigint,
+	OUT payloads_stripped bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+	/*
+	 * One step of retention over the rows whose id (in inbox and in
+	 * deliveries alike) is in [p_from, p_to): with both bounds a range of
+	 * each primary key, so a step reads only its own rows.
+	 */
 	DELETE FROM webhook_inbox.inbox
-	 WHERE status IN ('done', 'ignored') AND coalesce(processed_at, updated_at) < now() - older_than;
+	 WHERE id >= p_from AND id < p_to
+	   AND status IN ('done', 'ignored') AND coalesce(processed_at, updated_at) < p_cutoff;
 	GET DIAGNOSTICS inbox_deleted = ROW_COUNT;
-	DELETE FROM webhook_inbox.deliveries WHERE received_at < now() - older_than;
+	DELETE FROM webhook_inbox.deliveries WHERE id >= p_from AND id < p_to AND received_at < p_cutoff;
 	GET DIAGNOSTICS deliveries_deleted = ROW_COUNT;
-	/* digests outlive neither their replay window nor the retention */
-	DELETE FROM webhook_inbox.seen_bodies WHERE expires_at <= now() OR first_seen_at < now() - older_than;
 	payloads_stripped := 0;
-	IF strip_payloads_older_than IS NOT NULL THEN
+	IF p_strip_cutoff IS NOT NULL THEN
 		/* identities stay: source, event id, object, outcome; the bodies go */
 		UPDATE webhook_inbox.inbox SET payload = NULL, raw_body = NULL
-		 WHERE status IN ('done', 'ignored') AND (payload IS NOT NULL OR raw_body IS NOT NULL)
-		   AND coalesce(processed_at, updated_at) < now() - strip_payloads_older_than;
+		 WHERE id >= p_from AND id < p_to
+		   AND status IN ('done', 'ignored') AND (payload IS NOT NULL OR raw_body IS NOT NULL)
+		   AND coalesce(processed_at, updated_at) < p_strip_cutoff;
 		GET DIAGNOSTICS payloads_stripped = ROW_COUNT;
 	END IF;
 END
 $$;
+COMMENT ON FUNCTION @extschema@._prune_range(bigint, bigint, timestamptz, timestamptz) IS
+	'One step of retention: old done and ignored events and old deliveries with an id in [p_from, p_to) deleted, payloads older than p_strip_cutoff stripped.';
+
+CREATE FUNCTION @extschema@._prune_digests(p_cutoff timestamptz)
+RETURNS void
+LANGUAGE sql AS $$
+	/* digests outlive neither their replay window nor the retention */
+	DELETE FROM webhook_inbox.seen_bodies WHERE expires_at <= now() OR first_seen_at < p_cutoff
+$$;
+COMMENT ON FUNCTION @extschema@._prune_digests(timestamptz) IS
+	'Retention of the body digests: gone once their replay window has passed or they are older than the cutoff.';
+
+CREATE FUNCTION @extschema@._prune_batches_plan(older_than interval, strip_payloads_older_than interval,
+	batch_size integer, OUT lo bigint, OUT hi bigint, OUT step bigint, OUT cutoff timestamptz,
+	OUT strip_cutoff timestamptz)
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM webhook_inbox._prune_check(older_than, strip_payloads_older_than);
+	IF batch_size IS NULL OR batch_size < 1 OR batch_size > 1000000 THEN
+		RAISE EXCEPTION 'batch_size must be between 1 and 1000000' USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = format('The value given was %s.', coalesce(batch_size::text, 'NULL'));
+	END IF;
+	/* the ids of both tables at the start; NULL bounds when both are empty */
+	lo := least((SELECT min(id) FROM webhook_inbox.inbox), (SELECT min(id) FROM webhook_inbox.deliveries));
+	hi := greatest((SELECT max(id) FROM webhook_inbox.inbox), (SELECT max(id) FROM webhook_inbox.deliveries));
+	step := batch_size;
+	cutoff := now() - older_than;
+	strip_cutoff := now() - strip_payloads_older_than;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._prune_batches_plan(interval, interval, integer) IS
+	'prune_in_batches()''s arguments checked, and its plan: the id range of inbox and deliveries to walk, the step and the cutoffs.';
+
+CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
+	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint)
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM webhook_inbox._prune_check(older_than, strip_payloads_older_than);
+	SELECT r.inbox_deleted, r.deliveries_deleted, r.payloads_stripped
+	  INTO inbox_deleted, deliveries_deleted, payloads_stripped
+	  FROM webhook_inbox._prune_range(0, 9223372036854775807, now() - older_than,
+									  now() - strip_payloads_older_than) r;
+	PERFORM webhook_inbox._prune_digests(now() - older_than);
+END
+$$;
 COMMENT ON FUNCTION @extschema@.prune(interval, interval) IS
-	'Retention: deletes old done and ignored events and old deliveries; can strip payloads earlier while keeping identities.';
+	'Retention: deletes old done and ignored events and old deliveries; can strip payloads earlier while keeping identities. One transaction: for a large backlog, prune_in_batches().';
+
+CREATE PROCEDURE @extschema@.prune_in_batches(older_than interval,
+	strip_payloads_older_than interval DEFAULT NULL, batch_size integer DEFAULT 10000,
+	INOUT inbox_deleted bigint DEFAULT 0, INOUT deliveries_deleted bigint DEFAULT 0,
+	INOUT payloads_stripped bigint DEFAULT 0)
+LANGUAGE plpgsql AS $$
+/*
+ * A procedure that commits cannot pin its search_path (sql/search_path.sql):
+ * every function and operator here is qualified; the work is done by the
+ * pinned functions it calls.
+ */
+DECLARE
+	b record;
+	r record;
+	lo bigint;
+BEGIN
+	SELECT * INTO b FROM webhook_inbox._prune_batches_plan(older_than, strip_payloads_older_than, batch_size);
+	inbox_deleted := 0;
+	deliveries_deleted := 0;
+	payloads_stripped := 0;
+	lo := b.lo;
+	COMMIT;
+	/*
+	 * What prune() does, a range of batch_size ids at a time with a commit
+	 * after each: no transaction holds the backlog's locks or the xmin for
+	 * long, so vacuum can reclaim each step's rows while the next one runs,
+	 * and the worker and intake never wait behind it.  Rows written after
+	 * the start (higher ids) are left to the next run.
+	 */
+	WHILE lo OPERATOR(pg_catalog.<=) b.hi LOOP
+		SELECT * INTO r FROM webhook_inbox._prune_range(lo, lo OPERATOR(pg_catalog.+) b.step, b.cutoff,
+														b.strip_cutoff);
+		inbox_deleted := inbox_deleted OPERATOR(pg_catalog.+) r.inbox_deleted;
+		deliveries_deleted := deliveries_deleted OPERATOR(pg_catalog.+) r.deliveries_deleted;
+		payloads_stripped := payloads_stripped OPERATOR(pg_catalog.+) r.payloads_stripped;
+		COMMIT;
+		lo := lo OPERATOR(pg_catalog.+) b.step;
+	END LOOP;
+	PERFORM webhook_inbox._prune_digests(b.cutoff);
+	COMMIT;
+END
+$$;
+COMMENT ON PROCEDURE @extschema@.prune_in_batches(interval, interval, integer, bigint, bigint, bigint) IS
+	'Retention as prune() does it, a range of batch_size ids of inbox and deliveries at a time with a commit after each, so that a large backlog is never one long DELETE. CALL it outside a transaction block; returns what it deleted and stripped.';
 
 ---------------------------------------------------------------------------
 -- Views for operators

@@ -39,6 +39,28 @@ SELECT * FROM webhook_inbox.prune('-1 day');
 SELECT * FROM webhook_inbox.prune(NULL);
 SELECT * FROM webhook_inbox.prune('1 day', '-1 day');
 
+-- prune_in_batches: the same, a range of ids of inbox and deliveries at a time
+-- with a commit after each (batch_size 1 here: a commit per id)
+UPDATE webhook_inbox.inbox SET processed_at = now() - interval '40 days' WHERE event_id = 'evt_3';
+UPDATE webhook_inbox.deliveries SET received_at = now() - interval '40 days' WHERE event_id = 'evt_3';
+CREATE TEMP TABLE kept AS
+SELECT id, status FROM webhook_inbox.inbox WHERE event_id <> 'evt_3' OR status NOT IN ('done', 'ignored');
+SELECT count(*) > 0 AS others_kept FROM kept;
+CALL webhook_inbox.prune_in_batches('30 days', strip_payloads_older_than => '7 days', batch_size => 1);
+SELECT count(*) AS evt_3_left FROM webhook_inbox.inbox WHERE event_id = 'evt_3';
+SELECT count(*) AS evt_3_deliveries_left FROM webhook_inbox.deliveries WHERE event_id = 'evt_3';
+-- everything else as it was
+SELECT (SELECT count(*) FROM kept) = (SELECT count(*) FROM webhook_inbox.inbox i JOIN kept k USING (id, status)) AS others_untouched;
+CALL webhook_inbox.prune_in_batches('30 days');
+-- it commits, so not inside a transaction block
+BEGIN;
+CALL webhook_inbox.prune_in_batches('30 days');
+ROLLBACK;
+CALL webhook_inbox.prune_in_batches('30 days', batch_size => 0);
+CALL webhook_inbox.prune_in_batches('30 days', batch_size => NULL);
+CALL webhook_inbox.prune_in_batches('-1 day');
+CALL webhook_inbox.prune_in_batches('1 day', '-1 day');
+
 
 -- the extension's rows can be cleared with its presets kept: the files after
 -- this one start from an empty inbox, whether the extension was installed

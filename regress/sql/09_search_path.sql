@@ -121,6 +121,7 @@ CALL webhook_inbox.run_effects();
 SELECT status FROM webhook_inbox.effects WHERE effect_key OPERATOR(pg_catalog.=) 'sp_http';
 SELECT status FROM webhook_inbox.sweep_now('sp_stripe', 'subscription');
 SELECT count(*) >= 0 AS pruned FROM (SELECT webhook_inbox.prune('1000 days')) x;
+CALL webhook_inbox.prune_in_batches('1000 days', '999 days', 2);
 SELECT count(*) >= 0 AS health FROM webhook_inbox.inbox_health;
 SELECT count(*) >= 0 AS stats FROM webhook_inbox.worker_stats();
 
