@@ -1,0 +1,112 @@
+# The signatures webhook-sim writes, checked by the providers' official SDKs
+# (regress/contract, installed by npm ci): one delivery of each kind that
+# has an official verifier (stripe-node's webhooks.constructEvent,
+# standardwebhooks' Webhook.verify, @octokit/webhooks-methods' verify,
+# razorpay's validateWebhookSignature, @paddle/paddle-node-sdk's
+# isSignatureValid) is replayed to a sink, and each SDK must accept what was
+# recorded; the same deliveries with one byte of the body changed, or under
+# another secret, must each be refused.  The receiver's schemes are checked
+# against the same simulator in 100_receiver_schemes.pl and
+# 107_source_kinds.pl, so these SDKs are the contract both follow.
+use strict;
+use warnings;
+use lib 'tools/test';
+use JSON::PP;
+use MIME::Base64;
+use SimTest;
+use Test::More;
+
+my $json = JSON::PP->new->canonical;
+my $dir = contract_dir();
+for my $pkg (qw(stripe standardwebhooks @octokit/webhooks-methods razorpay @paddle/paddle-node-sdk))
+{
+	my $version = eval { $json->decode(slurp("$dir/node_modules/$pkg/package.json"))->{version} } // 'missing';
+	is($version, $json->decode(slurp('regress/contract/package.json'))->{dependencies}{$pkg},
+		"$pkg $version, as package.json pins it");
+}
+
+my %secret = (
+	stripe => 'whsec_sdk_signatures',
+	standard => 'whsec_' . encode_base64('standard webhooks key', ''),
+	github => 'github-sdk-secret',
+	razorpay => 'razorpay-sdk-secret',
+	paddle => 'pdl_ntfset_01sdk_signatures',
+);
+my %delivery = (
+	stripe => { body => { id => 'evt_sdk1', object => 'event', type => 'charge.succeeded' } },
+	standard => { headers => { 'webhook-id' => 'msg_sdk1' }, body => { type => 'invoice.paid' } },
+	github => {
+		headers => { 'X-GitHub-Delivery' => 'ghd_sdk1', 'X-GitHub-Event' => 'issues' },
+		body => { action => 'opened' }
+	},
+	razorpay => { headers => { 'x-razorpay-event-id' => 'rzp_sdk1' }, body => { event => 'payment.captured' } },
+	paddle => { body => { event_id => 'evt_01sdk1', event_type => 'transaction.completed' } },
+);
+my @kinds = sort keys %delivery;
+
+my $tmp = tmpdir();
+my $record = '';
+my @flags;
+my $seq = 0;
+for my $kind (@kinds)
+{
+	$record .= $json->encode({ seq => ++$seq, source => "k_$kind", kind => $kind,
+			headers => $delivery{$kind}{headers} // {}, body => $json->encode($delivery{$kind}{body}) }) . "\n";
+	push @flags, "--$kind", "k_$kind:$secret{$kind}";
+}
+open(my $fh, '>', "$tmp/record.jsonl") or die;
+print $fh $record;
+close $fh;
+open($fh, '>', "$tmp/secrets.json") or die;
+print $fh $json->encode(\%secret);
+close $fh;
+
+my $sink = start_sink();
+my ($rc, $out, $err) = run_sim('replay', '--file', "$tmp/record.jsonl", '--mode', 'shuffled', '--to', $sink->{url}, @flags);
+is($rc, 0, 'webhook-sim replay signed and sent one delivery per kind') or diag($err);
+my $n = @kinds;
+like($out, qr/events=$n sent=$n 2xx=$n/, "the sink answered all $n");
+# Paddle's SDK refuses a signature older than 5 seconds: checked right away
+my ($nrc, $checks, $nerr) = run_node("$dir/signatures_sdk.mjs", $sink->{file}, "$tmp/secrets.json");
+is($nrc, 0, 'the SDK checks ran') or diag($nerr);
+is_deeply([ sort map { $_->{kind} } @$checks ], \@kinds, 'one check per kind');
+for my $c (@$checks)
+{
+	ok($c->{ok}, "the official SDK accepts $c->{name}") or diag($c->{detail});
+}
+
+# the same deliveries with one byte of each body changed: every SDK refuses
+my @tampered;
+for my $line (grep { /\S/ } split /\n/, slurp($sink->{file}))
+{
+	my $req = $json->decode($line);
+	my $body = decode_base64($req->{body_b64});
+	$body =~ s/"(\w)/"X/;
+	$req->{body_b64} = encode_base64($body, '');
+	push @tampered, $json->encode($req);
+}
+open($fh, '>', "$tmp/tampered.jsonl") or die;
+print $fh map { "$_\n" } @tampered;
+close $fh;
+($nrc, $checks, $nerr) = run_node("$dir/signatures_sdk.mjs", "$tmp/tampered.jsonl", "$tmp/secrets.json");
+is($nrc, 0, 'the SDK checks of changed bodies ran') or diag($nerr);
+is(scalar @$checks, $n, "$n checks of changed bodies");
+for my $c (@$checks)
+{
+	is($c->{ok}, 0, "the official SDK refuses $c->{name} with a changed body") or diag($c->{detail});
+}
+
+# and under another secret
+my %other = map { $_ => ($_ eq 'standard' ? 'whsec_' . encode_base64('another key', '') : "$secret{$_}-other") } @kinds;
+open($fh, '>', "$tmp/other.json") or die;
+print $fh $json->encode(\%other);
+close $fh;
+($nrc, $checks, $nerr) = run_node("$dir/signatures_sdk.mjs", $sink->{file}, "$tmp/other.json");
+is($nrc, 0, 'the SDK checks under other secrets ran') or diag($nerr);
+for my $c (@$checks)
+{
+	is($c->{ok}, 0, "the official SDK refuses $c->{name} under another secret") or diag($c->{detail});
+}
+stop_proc($sink);
+
+done_testing();
