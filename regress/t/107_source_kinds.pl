@@ -14,11 +14,13 @@ use strict;
 use warnings;
 
 use lib 'receiver/t';
+use lib 'tools/test';
 use IPC::Run;
 use JSON::PP;
 use MIME::Base64 qw(encode_base64);
 use PostgreSQL::Test::Utils;
 use ReceiverTest;
+use SimTest qw(kinds_record);
 use Test::More;
 
 my @list = map { [ split /\t/ ] } split /\n/,
@@ -92,16 +94,7 @@ unlike($r->{log}, qr/unknown kind/, 'the receiver has a scheme for every kind');
 
 my $json = JSON::PP->new->canonical;
 my $dir = PostgreSQL::Test::Utils::tempdir('kinds');
-my $record = '';
-my @flags;
-my $seq = 0;
-for my $kind (@kinds)
-{
-	$record .= $json->encode({ seq => ++$seq, source => "k_$kind", kind => $kind,
-			headers => $delivery{$kind}{headers} // {}, body => $json->encode($delivery{$kind}{body}) }) . "\n";
-	push @flags, "--$kind", "k_$kind:" . secret_of($kind);
-}
-PostgreSQL::Test::Utils::append_to_file("$dir/kinds.jsonl", $record);
+my @flags = kinds_record("$dir/kinds.jsonl", \%delivery, { map { $_ => secret_of($_) } @kinds });
 my @replay = ('tools/webhook-sim', 'replay', '--file', "$dir/kinds.jsonl", '--mode', 'shuffled',
 	'--to', $r->{url}, @flags);
 ($out, $err) = ('', '');

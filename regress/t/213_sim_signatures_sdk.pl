@@ -45,19 +45,8 @@ my %delivery = (
 my @kinds = sort keys %delivery;
 
 my $tmp = tmpdir();
-my $record = '';
-my @flags;
-my $seq = 0;
-for my $kind (@kinds)
-{
-	$record .= $json->encode({ seq => ++$seq, source => "k_$kind", kind => $kind,
-			headers => $delivery{$kind}{headers} // {}, body => $json->encode($delivery{$kind}{body}) }) . "\n";
-	push @flags, "--$kind", "k_$kind:$secret{$kind}";
-}
-open(my $fh, '>', "$tmp/record.jsonl") or die;
-print $fh $record;
-close $fh;
-open($fh, '>', "$tmp/secrets.json") or die;
+my @flags = kinds_record("$tmp/record.jsonl", \%delivery, \%secret);
+open(my $fh, '>', "$tmp/secrets.json") or die;
 print $fh $json->encode(\%secret);
 close $fh;
 

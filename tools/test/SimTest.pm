@@ -18,7 +18,7 @@ use MIME::Base64;
 use Time::HiRes ();
 
 our @EXPORT = qw(sim_bin tmpdir start_sim stop_proc start_sink sink_requests
-  http_json poll_until run_sim slurp contract_dir run_node);
+  http_json poll_until run_sim slurp contract_dir run_node kinds_record);
 
 my $json = JSON::PP->new->canonical;
 
@@ -78,6 +78,27 @@ sub run_node
 	my @docs = map { eval { $json->decode($_) } // { ok => 0, name => "unparsable output: $_" } }
 	  grep { /\S/ } split /\n/, $out;
 	return ($? >> 8, \@docs, $err);
+}
+
+# kinds_record(FILE, DELIVERIES, SECRETS): writes a record for webhook-sim
+# replay with one delivery per kind of DELIVERIES ({kind => {headers, body}},
+# in kind order, source k_KIND) and returns replay's flags signing each kind
+# with its secret of SECRETS ({kind => secret}).
+sub kinds_record
+{
+	my ($file, $deliveries, $secrets) = @_;
+	my ($record, $seq, @flags) = ('', 0);
+	for my $kind (sort keys %$deliveries)
+	{
+		$record .= $json->encode({ seq => ++$seq, source => "k_$kind", kind => $kind,
+				headers => $deliveries->{$kind}{headers} // {},
+				body => $json->encode($deliveries->{$kind}{body}) }) . "\n";
+		push @flags, "--$kind", "k_$kind:$secrets->{$kind}";
+	}
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $record;
+	close $fh;
+	return @flags;
 }
 
 # poll_until(sub { ... }, $seconds): true once the sub returns true, false
