@@ -14,11 +14,27 @@ import { Webhook } from 'standardwebhooks';
 import { verify as githubVerify } from '@octokit/webhooks-methods';
 import Razorpay from 'razorpay';
 import { Paddle } from '@paddle/paddle-node-sdk';
+import '@shopify/shopify-api/adapters/node';
+import { shopifyApi, ApiVersion } from '@shopify/shopify-api';
 
 const [requestsFile, secretsFile] = process.argv.slice(2);
 const secrets = JSON.parse(readFileSync(secretsFile, 'utf8'));
 const stripe = new Stripe('sk_test_signatures');
 const paddle = new Paddle('pdl_sdbx_apikey_signatures');
+// the Shopify app the deliveries are for: its API secret key signs them
+const shopify = secrets.shopify && shopifyApi({
+	apiKey: 'signatures', apiSecretKey: secrets.shopify, scopes: [], hostName: 'localhost',
+	apiVersion: ApiVersion.October25, isEmbeddedApp: false, logger: { level: 0 },
+});
+
+// Shopify's validate() also requires the headers every webhook carries
+// (topic, shop domain, API version, webhook id), and names those missing
+async function shopifyValid(body, headers) {
+	const r = await shopify.webhooks.validate({ rawBody: body, rawRequest: { method: 'POST', url: '/', headers },
+		rawResponse: {} });
+	if (r.valid) return true;
+	throw new Error(`${r.reason}${r.missingHeaders ? ': ' + r.missingHeaders.join(', ') : ''}`);
+}
 
 // each returns true when the SDK accepts the delivery, or throws its error
 const verifiers = {
@@ -30,6 +46,7 @@ const verifiers = {
 	github: (body, h, s) => githubVerify(s, body, h['x-hub-signature-256']),
 	razorpay: (body, h, s) => Razorpay.validateWebhookSignature(body, h['x-razorpay-signature'], s),
 	paddle: (body, h, s) => paddle.webhooks.isSignatureValid(body, s, h['paddle-signature']),
+	shopify: (body, h) => shopifyValid(body, h),
 };
 
 for (const line of readFileSync(requestsFile, 'utf8').split('\n')) {

@@ -3,9 +3,11 @@
 # has an official verifier (stripe-node's webhooks.constructEvent,
 # standardwebhooks' Webhook.verify, @octokit/webhooks-methods' verify,
 # razorpay's validateWebhookSignature, @paddle/paddle-node-sdk's
-# isSignatureValid) is replayed to a sink, and each SDK must accept what was
-# recorded; the same deliveries with one byte of the body changed, or under
-# another secret, must each be refused.  The receiver's schemes are checked
+# isSignatureValid, @shopify/shopify-api's webhooks.validate) is replayed to
+# a sink, and each SDK must accept what was recorded; the same deliveries
+# with one byte of the body changed, or under another secret, must each be
+# refused.  Then the deliveries of a serve run (the simulator's own events,
+# with the headers its model writes) are checked the same way.  The receiver's schemes are checked
 # against the same simulator in 100_receiver_schemes.pl and
 # 107_source_kinds.pl, so these SDKs are the contract both follow.
 use strict;
@@ -18,7 +20,8 @@ use Test::More;
 
 my $json = JSON::PP->new->canonical;
 my $dir = contract_dir();
-for my $pkg (qw(stripe standardwebhooks @octokit/webhooks-methods razorpay @paddle/paddle-node-sdk))
+for my $pkg (qw(stripe standardwebhooks @octokit/webhooks-methods razorpay @paddle/paddle-node-sdk
+	@shopify/shopify-api))
 {
 	my $version = eval { $json->decode(slurp("$dir/node_modules/$pkg/package.json"))->{version} } // 'missing';
 	is($version, $json->decode(slurp('regress/contract/package.json'))->{dependencies}{$pkg},
@@ -31,6 +34,7 @@ my %secret = (
 	github => 'github-sdk-secret',
 	razorpay => 'razorpay-sdk-secret',
 	paddle => 'pdl_ntfset_01sdk_signatures',
+	shopify => 'shpss_sdk_signatures',
 );
 my %delivery = (
 	stripe => { body => { id => 'evt_sdk1', object => 'event', type => 'charge.succeeded' } },
@@ -41,6 +45,13 @@ my %delivery = (
 	},
 	razorpay => { headers => { 'x-razorpay-event-id' => 'rzp_sdk1' }, body => { event => 'payment.captured' } },
 	paddle => { body => { event_id => 'evt_01sdk1', event_type => 'transaction.completed' } },
+	shopify => {
+		headers => {
+			'X-Shopify-Topic' => 'orders/updated', 'X-Shopify-Webhook-Id' => 'b54557e4-sdk1',
+			'X-Shopify-Shop-Domain' => 'sdk.myshopify.com', 'X-Shopify-API-Version' => '2025-10'
+		},
+		body => { id => 820982911946154508 }
+	},
 );
 my @kinds = sort keys %delivery;
 
@@ -97,5 +108,25 @@ for my $c (@$checks)
 	is($c->{ok}, 0, "the official SDK refuses $c->{name} under another secret") or diag($c->{detail});
 }
 stop_proc($sink);
+
+# A serve run: the simulator's own events to four sources, signed and with
+# the headers its model writes, as the providers deliver them
+my $served = start_sink();
+my $sim = start_sim('--seed', 11, '--objects', 40, '--events', 120,
+	(map { ("--$_", "k_$_:$secret{$_}") } qw(stripe standard shopify github)), '--deliver-to', $served->{url});
+my %seen;
+ok(poll_until(sub {
+			%seen = ();
+			$seen{ ($_->{path} =~ m{/hooks/k_(\w+)})[0] }++ for sink_requests($served);
+			return 4 == grep { ($seen{$_} // 0) >= 2 } qw(stripe standard shopify github);
+		}, 60),
+	'the serve run delivered to every source: ' . join(' ', map { "$_=" . ($seen{$_} // 0) } sort keys %seen));
+stop_proc($sim);
+stop_proc($served);
+($nrc, $checks, $nerr) = run_node("$dir/signatures_sdk.mjs", $served->{file}, "$tmp/secrets.json");
+is($nrc, 0, 'the SDK checks of the serve run ran') or diag($nerr);
+my @refused = grep { !$_->{ok} } @$checks;
+cmp_ok(scalar @$checks, '>=', 8, 'deliveries of the serve run checked: ' . scalar @$checks);
+is_deeply([ map { "$_->{name}: $_->{detail}" } @refused ], [], 'the official SDKs accept every delivery of the serve run');
 
 done_testing();
