@@ -16,6 +16,7 @@ import Razorpay from 'razorpay';
 import { Paddle } from '@paddle/paddle-node-sdk';
 import '@shopify/shopify-api/adapters/node';
 import { shopifyApi, ApiVersion } from '@shopify/shopify-api';
+import { verifySlackRequest } from '@slack/bolt';
 
 const [requestsFile, secretsFile] = process.argv.slice(2);
 const secrets = JSON.parse(readFileSync(secretsFile, 'utf8'));
@@ -47,6 +48,13 @@ const verifiers = {
 	razorpay: (body, h, s) => Razorpay.validateWebhookSignature(body, h['x-razorpay-signature'], s),
 	paddle: (body, h, s) => paddle.webhooks.isSignatureValid(body, s, h['paddle-signature']),
 	shopify: (body, h) => shopifyValid(body, h),
+	slack: (body, h, s) => {
+		verifySlackRequest({ signingSecret: s, body, headers: {
+			'x-slack-signature': h['x-slack-signature'],
+			'x-slack-request-timestamp': Number(h['x-slack-request-timestamp']),
+		} });
+		return true;
+	},
 };
 
 for (const line of readFileSync(requestsFile, 'utf8').split('\n')) {

@@ -3,7 +3,8 @@
 # has an official verifier (stripe-node's webhooks.constructEvent,
 # standardwebhooks' Webhook.verify, @octokit/webhooks-methods' verify,
 # razorpay's validateWebhookSignature, @paddle/paddle-node-sdk's
-# isSignatureValid, @shopify/shopify-api's webhooks.validate) is replayed to
+# isSignatureValid, @shopify/shopify-api's webhooks.validate, @slack/bolt's
+# verifySlackRequest) is replayed to
 # a sink, and each SDK must accept what was recorded; the same deliveries
 # with one byte of the body changed, or under another secret, must each be
 # refused.  Then the deliveries of a serve run (the simulator's own events,
@@ -21,7 +22,7 @@ use Test::More;
 my $json = JSON::PP->new->canonical;
 my $dir = contract_dir();
 for my $pkg (qw(stripe standardwebhooks @octokit/webhooks-methods razorpay @paddle/paddle-node-sdk
-	@shopify/shopify-api))
+	@shopify/shopify-api @slack/bolt))
 {
 	my $version = eval { $json->decode(slurp("$dir/node_modules/$pkg/package.json"))->{version} } // 'missing';
 	is($version, $json->decode(slurp('regress/contract/package.json'))->{dependencies}{$pkg},
@@ -35,6 +36,7 @@ my %secret = (
 	razorpay => 'razorpay-sdk-secret',
 	paddle => 'pdl_ntfset_01sdk_signatures',
 	shopify => 'shpss_sdk_signatures',
+	slack => '8f742231b10e8888abcd99yyyzzz85a5',
 );
 my %delivery = (
 	stripe => { body => { id => 'evt_sdk1', object => 'event', type => 'charge.succeeded' } },
@@ -52,6 +54,7 @@ my %delivery = (
 		},
 		body => { id => 820982911946154508 }
 	},
+	slack => { body => { event_id => 'Ev_sdk1', type => 'event_callback', event => { type => 'message' } } },
 );
 my @kinds = sort keys %delivery;
 
