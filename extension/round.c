@@ -345,8 +345,7 @@ local_work(Round *rd)
 		if (!c->fetch_only)
 			local[nlocal++] = c;
 	}
-	rd->batch = palloc(sizeof(Claim *) * Max(nlocal, 1));
-	memcpy(rd->batch, local, sizeof(Claim *) * nlocal);
+	rd->batch = local;
 	rd->nbatch = nlocal;
 	if (nlocal > 0 && wi_step_run(rd->steps, local_xact, rd) != NULL)
 	{
@@ -362,7 +361,7 @@ local_work(Round *rd)
 				give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
 				continue;
 			}
-			rd->batch[0] = c;
+			rd->batch = &local[k];
 			rd->nbatch = 1;
 			err = wi_step_run(rd->steps, local_xact, rd);
 			if (err)
