@@ -24,9 +24,7 @@ is($pkg->{version}, $json->decode(slurp('regress/contract/package.json'))->{depe
 sub check_log
 {
 	my (@lines) = @_;
-	open(my $fh, '>', "$dir/requests.log") or die;
-	print $fh map { "$_\n" } @lines;
-	close $fh;
+	spew("$dir/requests.log", join('', map { "$_\n" } @lines));
 	my ($o, $e) = ('', '');
 	IPC::Run::run([ 'node', "$dir/check_urls.mjs", "$dir/requests.log" ], '<', \undef, '>', \$o, '2>', \$e)
 	  or die "check_urls: $e";

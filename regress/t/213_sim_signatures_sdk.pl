@@ -60,9 +60,7 @@ my @kinds = sort keys %delivery;
 
 my $tmp = tmpdir();
 my @flags = kinds_record("$tmp/record.jsonl", \%delivery, \%secret);
-open(my $fh, '>', "$tmp/secrets.json") or die;
-print $fh $json->encode(\%secret);
-close $fh;
+spew("$tmp/secrets.json", $json->encode(\%secret));
 
 my $sink = start_sink();
 my ($rc, $out, $err) = run_sim('replay', '--file', "$tmp/record.jsonl", '--mode', 'shuffled', '--to', $sink->{url}, @flags);
@@ -88,9 +86,7 @@ for my $line (grep { /\S/ } split /\n/, slurp($sink->{file}))
 	$req->{body_b64} = encode_base64($body, '');
 	push @tampered, $json->encode($req);
 }
-open($fh, '>', "$tmp/tampered.jsonl") or die;
-print $fh map { "$_\n" } @tampered;
-close $fh;
+spew("$tmp/tampered.jsonl", join('', map { "$_\n" } @tampered));
 ($nrc, $checks, $nerr) = run_node("$dir/signatures_sdk.mjs", "$tmp/tampered.jsonl", "$tmp/secrets.json");
 is($nrc, 0, 'the SDK checks of changed bodies ran') or diag($nerr);
 is(scalar @$checks, $n, "$n checks of changed bodies");
@@ -101,9 +97,7 @@ for my $c (@$checks)
 
 # and under another secret
 my %other = map { $_ => ($_ eq 'standard' ? 'whsec_' . encode_base64('another key', '') : "$secret{$_}-other") } @kinds;
-open($fh, '>', "$tmp/other.json") or die;
-print $fh $json->encode(\%other);
-close $fh;
+spew("$tmp/other.json", $json->encode(\%other));
 ($nrc, $checks, $nerr) = run_node("$dir/signatures_sdk.mjs", $sink->{file}, "$tmp/other.json");
 is($nrc, 0, 'the SDK checks under other secrets ran') or diag($nerr);
 for my $c (@$checks)

@@ -18,7 +18,7 @@ use MIME::Base64;
 use Time::HiRes ();
 
 our @EXPORT = qw(sim_bin tmpdir start_sim stop_proc start_sink sink_requests
-  http_json poll_until run_sim slurp contract_dir run_node kinds_record);
+  http_json poll_until run_sim slurp spew contract_dir run_node kinds_record);
 
 my $json = JSON::PP->new->canonical;
 
@@ -45,6 +45,15 @@ sub slurp
 	local $/;
 	my $s = <$fh>;
 	return $s // '';
+}
+
+# spew(file, text): writes text to file (dies if it cannot), slurp's counterpart.
+sub spew
+{
+	my ($file, $text) = @_;
+	open(my $fh, '>', $file) or die "$file: $!";
+	print $fh $text;
+	close $fh or die "$file: $!";
 }
 
 # contract_dir(): a copy of regress/contract with the providers' official SDKs
@@ -95,9 +104,7 @@ sub kinds_record
 				body => $json->encode($deliveries->{$kind}{body}) }) . "\n";
 		push @flags, "--$kind", "k_$kind:$secrets->{$kind}";
 	}
-	open(my $fh, '>', $file) or die "$file: $!";
-	print $fh $record;
-	close $fh;
+	spew($file, $record);
 	return @flags;
 }
 
