@@ -45,6 +45,7 @@
 
 #include <libpq-fe.h>
 
+#include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "sources.h"
@@ -478,10 +479,47 @@ encode_batch(rcv_delivery *list, int n)
 }
 
 /*
+ * A connection's share of the deliveries that wait on the database: the
+ * most one batch takes (within batch-size), and, while batches are in
+ * flight, the queue that makes the next one due.  What waits is the queue,
+ * the batches in flight and whatever the open client connections may still
+ * send (each has at most one request in flight).  Taking more than a share
+ * would leave a ready connection idle while one batch executes: 64 clients
+ * on two connections make one batch of 64 and an idle server process,
+ * where two batches of 32 execute in parallel.  *inflight is set to the
+ * deliveries of the batches in flight.
+ */
+static int
+batch_share(int *inflight)
+{
+	int			ready = 0;
+	long		waiting;
+	long		share;
+
+	*inflight = 0;
+	for (int k = 0; k < db.nconns; k++)
+	{
+		if (db.conns[k].inflight == U_BATCH)
+			*inflight += db.conns[k].batch_n;
+		if (usable(&db.conns[k]))
+			ready++;
+	}
+	if (ready == 0)
+		ready = 1;
+	waiting = (long) db.nwaiting + *inflight;
+	if (waiting < rcv_http_connections())
+		waiting = rcv_http_connections();
+	share = (waiting + ready - 1) / ready;
+	if (share > db.cfg->batch_size)
+		share = db.cfg->batch_size;
+	return share < 1 ? 1 : (int) share;
+}
+
+/*
  * send_batch
- *		Move up to batch-size waiting deliveries (and at most about
- *		BATCH_MAX_BYTES of bodies) into one transaction on c: one
- *		intake_batch() call between BEGIN and COMMIT.
+ *		Move up to a connection's share of the waiting deliveries (at most
+ *		batch-size, and about BATCH_MAX_BYTES of bodies) into one
+ *		transaction on c: one intake_batch() call between BEGIN and COMMIT.
  */
 static void
 send_batch(dbconn *c)
@@ -493,9 +531,11 @@ send_batch(dbconn *c)
 	const char *values[3];
 	int			lengths[3];
 	static const int formats[3] = {1, 1, 1};
+	int			inflight;
+	int			limit = batch_share(&inflight);
 
 	c->inflight = U_BATCH;
-	while (db.head && n < db.cfg->batch_size &&
+	while (db.head && n < limit &&
 		   (n == 0 || bytes + db.head->len <= BATCH_MAX_BYTES))
 	{
 		d = db.head;
@@ -590,12 +630,25 @@ take_outcomes(dbconn *c, const PGresult *res)
 	return 0;
 }
 
+/*
+ * A batch is due when it is full, when its first delivery has waited
+ * batch-delay, at shutdown, or, while another batch is in flight, when the
+ * queue holds a connection's share: then the next connection's batch
+ * executes beside it instead of after it.
+ */
 static int
 batch_due(void)
 {
-	return db.nwaiting > 0 &&
-		(db.nwaiting >= db.cfg->batch_size || db.delay_due || db.stopping ||
-		 db.cfg->batch_delay_ms == 0);
+	int			inflight;
+	int			share;
+
+	if (db.nwaiting == 0)
+		return 0;
+	if (db.nwaiting >= db.cfg->batch_size || db.delay_due || db.stopping ||
+		db.cfg->batch_delay_ms == 0)
+		return 1;
+	share = batch_share(&inflight);
+	return inflight > 0 && db.nwaiting >= share;
 }
 
 /*

@@ -29,8 +29,9 @@ $node->safe_psql('postgres', qq{
 });
 
 # ---- isolation inside one batch ----
-# A long batch delay makes every request below share the first one's batch.
-my $r = start_receiver($node, '--batch-delay', '2000', '--batch-size', '64');
+# A long batch delay makes every request below share the first one's batch
+# (on one database connection: with two, each would take its share).
+my $r = start_receiver($node, '--batch-delay', '2000', '--batch-size', '64', '--db-connections', '1');
 
 # Disable 'bd' without telling the receiver (no NOTIFY): it still takes the
 # delivery, and the database refuses it.
