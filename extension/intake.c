@@ -163,10 +163,17 @@ prepare_plans(void)
 	{
 		Oid			types[1] = {TEXTARRAYOID};
 
-		sources_plan = wi_keep_plan(
+		/*
+		 * Generic: the plan cache otherwise keeps planning it for every
+		 * batch, as a custom plan for the array looks cheaper.
+		 */
+		sources_plan = SPI_prepare_cursor(
 			"SELECT name, id, kind, enabled, settings, replay_window "
 			"FROM webhook_inbox.sources WHERE name = ANY ($1) FOR KEY SHARE",
-			1, types);
+			1, types, CURSOR_OPT_GENERIC_PLAN);
+		if (sources_plan == NULL || SPI_keepplan(sources_plan) != 0)
+			elog(ERROR, "webhook_inbox: preparing the sources lookup failed: %s",
+				 SPI_result_code_string(SPI_result));
 	}
 	if (classify_plan == NULL)
 	{
@@ -662,9 +669,14 @@ lookup_sources(Row *rows, char **names, int n)
 	int			rc;
 
 	arr_init(&a, n);
-	for (int i = 0; i < n; i++)
-		if (names[i] != NULL)
-			arr_text(&a, names[i]);
+	for (int i = 0, last = -1; i < n; i++)
+	{
+		/* a batch is mostly one source: each run of a name is sent once */
+		if (names[i] == NULL || (last >= 0 && strcmp(names[i], names[last]) == 0))
+			continue;
+		arr_text(&a, names[i]);
+		last = i;
+	}
 	args[0] = arr_done(&a, TEXTOID);
 	rc = SPI_execute_plan(sources_plan, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
