@@ -163,27 +163,22 @@ prepare_plans(void)
 	{
 		Oid			types[1] = {TEXTARRAYOID};
 
-		/*
-		 * Generic: the plan cache otherwise keeps planning it for every
-		 * batch, as a custom plan for the array looks cheaper.
-		 */
-		sources_plan = SPI_prepare_cursor(
+		/* generic: planned once per session, not for every batch */
+		sources_plan = wi_keep_plan_opts(
 			"SELECT name, id, kind, enabled, settings, replay_window "
 			"FROM webhook_inbox.sources WHERE name = ANY ($1) FOR KEY SHARE",
 			1, types, CURSOR_OPT_GENERIC_PLAN);
-		if (sources_plan == NULL || SPI_keepplan(sources_plan) != 0)
-			elog(ERROR, "webhook_inbox: preparing the sources lookup failed: %s",
-				 SPI_result_code_string(SPI_result));
 	}
 	if (classify_plan == NULL)
 	{
 		Oid			types[4] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID};
 
-		classify_plan = wi_keep_plan(
+		/* _classify_batch() is inlined here, in one generic plan */
+		classify_plan = wi_keep_plan_opts(
 			"SELECT ord, route_id, route_version, strategy, object_type, object_id, "
 			"version, provider_time, status_value "
 			"FROM webhook_inbox._classify_batch($1, $2, $3, $4)",
-			4, types);
+			4, types, CURSOR_OPT_GENERIC_PLAN);
 	}
 	if (seen_plan == NULL)
 	{

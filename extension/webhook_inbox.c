@@ -17,10 +17,15 @@ PG_MODULE_MAGIC;
 
 void		_PG_init(void);
 
+/*
+ * Prepare and keep a statement for the session.  cursor_options is 0 or
+ * CURSOR_OPT_GENERIC_PLAN, for a statement the plan cache would otherwise
+ * plan again on every execution (custom plans look cheaper for arrays).
+ */
 SPIPlanPtr
-wi_keep_plan(const char *sql, int nargs, Oid *types)
+wi_keep_plan_opts(const char *sql, int nargs, Oid *types, int cursor_options)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+	SPIPlanPtr	plan = SPI_prepare_cursor(sql, nargs, types, cursor_options);
 
 	if (plan == NULL)
 		elog(ERROR, "webhook_inbox: preparing a statement failed: %s",
@@ -28,6 +33,12 @@ wi_keep_plan(const char *sql, int nargs, Oid *types)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "webhook_inbox: keeping a prepared statement failed");
 	return plan;
+}
+
+SPIPlanPtr
+wi_keep_plan(const char *sql, int nargs, Oid *types)
+{
+	return wi_keep_plan_opts(sql, nargs, types, 0);
 }
 
 void

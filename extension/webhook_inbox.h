@@ -20,6 +20,7 @@
  * a bug, not a user error.
  */
 extern SPIPlanPtr wi_keep_plan(const char *sql, int nargs, Oid *types);
+extern SPIPlanPtr wi_keep_plan_opts(const char *sql, int nargs, Oid *types, int cursor_options);
 
 /* claim.c: the background worker starts candidate scans at a floor */
 extern bool wi_claim_scan_floor;

@@ -615,26 +615,22 @@ COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
  * back with their 1-based position in the arrays.  Called by intake inside
  * one subtransaction per batch; a route path that raises on some payload
  * makes intake classify that batch's events one by one.
+ *
+ * A SQL function without a SET clause, so that the planner inlines it into
+ * intake's statement (one generic plan per session, no call of its own):
+ * every function and operator is qualified (see sql/search_path.sql).
  */
 CREATE FUNCTION @extschema@._classify_batch(p_source_ids integer[], p_kinds text[],
 	p_event_types text[], p_payloads jsonb[])
 RETURNS TABLE (ord bigint, route_id integer, route_version integer, strategy text,
 	object_type text, object_id text, version numeric, provider_time timestamptz,
 	status_value text)
-LANGUAGE plpgsql STABLE
-/*
- * A generic plan, made once per session: a custom plan for each call (which
- * the plan cache keeps choosing, as it sees the arrays' sizes) costs more
- * than classifying a whole batch, since it inlines the helpers again.
- */
-SET search_path = pg_catalog, pg_temp SET plan_cache_mode = force_generic_plan
+LANGUAGE sql STABLE
 AS $$
-#variable_conflict use_column
-BEGIN
-	RETURN QUERY
 	WITH e AS (
-		SELECT * FROM unnest(p_source_ids, p_kinds, p_event_types, p_payloads) WITH ORDINALITY
-			AS e(source_id, kind, event_type, payload, ord)
+		SELECT * FROM ROWS FROM (pg_catalog.unnest(p_source_ids), pg_catalog.unnest(p_kinds),
+								 pg_catalog.unnest(p_event_types), pg_catalog.unnest(p_payloads))
+			WITH ORDINALITY AS e(source_id, kind, event_type, payload, ord)
 	), m AS (
 		SELECT t.source_id AS for_source, t.event_type AS for_type, r.*
 		  FROM (SELECT DISTINCT e.source_id, e.kind, e.event_type FROM e) t
@@ -642,9 +638,9 @@ BEGIN
 			SELECT x.id, x.version, x.strategy, x.class, x.object_type, x.object_type_path,
 				   x.object_id_path, x.version_path, x.time_path, x.status_path, x.tombstone
 			  FROM webhook_inbox.routes x
-			 WHERE (x.source_id = t.source_id OR x.source_kind = t.kind)
-			   AND t.event_type LIKE webhook_inbox._pattern_like(x.event_type)
-			 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, length(x.event_type) DESC, x.id
+			 WHERE (x.source_id OPERATOR(pg_catalog.=) t.source_id OR x.source_kind OPERATOR(pg_catalog.=) t.kind)
+			   AND t.event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
+			 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
 			 LIMIT 1) r
 	), s AS (
 		/*
@@ -653,31 +649,32 @@ BEGIN
 		 * this level from being flattened into the one that applies them).
 		 */
 		SELECT e.ord, m.id, m.version, m.strategy, m.class, m.object_type, m.tombstone,
-			   CASE WHEN m.class <> 'ignore' AND m.status_path IS NOT NULL
-					THEN jsonb_path_query_first(e.payload, m.status_path) END AS j_status,
-			   CASE WHEN m.class <> 'ignore'
-					THEN jsonb_path_query_first(e.payload, m.object_type_path) END AS j_type,
-			   CASE WHEN m.class <> 'ignore'
-					THEN jsonb_path_query_first(e.payload, m.object_id_path) END AS j_id,
-			   CASE WHEN m.class <> 'ignore' AND m.version_path IS NOT NULL
-					THEN jsonb_path_query_first(e.payload, m.version_path) END AS j_version,
-			   CASE WHEN m.class <> 'ignore' AND m.time_path IS NOT NULL
-					THEN jsonb_path_query_first(e.payload, m.time_path) END AS j_time
-		  FROM e LEFT JOIN m ON m.for_source = e.source_id AND m.for_type = e.event_type
+			   CASE WHEN m.class OPERATOR(pg_catalog.<>) 'ignore' AND m.status_path IS NOT NULL
+					THEN pg_catalog.jsonb_path_query_first(e.payload, m.status_path) END AS j_status,
+			   CASE WHEN m.class OPERATOR(pg_catalog.<>) 'ignore'
+					THEN pg_catalog.jsonb_path_query_first(e.payload, m.object_type_path) END AS j_type,
+			   CASE WHEN m.class OPERATOR(pg_catalog.<>) 'ignore'
+					THEN pg_catalog.jsonb_path_query_first(e.payload, m.object_id_path) END AS j_id,
+			   CASE WHEN m.class OPERATOR(pg_catalog.<>) 'ignore' AND m.version_path IS NOT NULL
+					THEN pg_catalog.jsonb_path_query_first(e.payload, m.version_path) END AS j_version,
+			   CASE WHEN m.class OPERATOR(pg_catalog.<>) 'ignore' AND m.time_path IS NOT NULL
+					THEN pg_catalog.jsonb_path_query_first(e.payload, m.time_path) END AS j_time
+		  FROM e LEFT JOIN m ON m.for_source OPERATOR(pg_catalog.=) e.source_id
+							AND m.for_type OPERATOR(pg_catalog.=) e.event_type
 		OFFSET 0
 	)
 	SELECT s.ord, s.id, s.version, s.strategy,
-		   CASE WHEN s.class <> 'ignore' THEN coalesce(webhook_inbox._scalar_text(s.j_type), s.object_type) END,
-		   CASE WHEN s.class <> 'ignore' THEN webhook_inbox._scalar_text(s.j_id) END,
-		   CASE WHEN s.class <> 'ignore' AND s.j_version IS NOT NULL
+		   CASE WHEN s.class OPERATOR(pg_catalog.<>) 'ignore'
+				THEN coalesce(webhook_inbox._scalar_text(s.j_type), s.object_type) END,
+		   CASE WHEN s.class OPERATOR(pg_catalog.<>) 'ignore' THEN webhook_inbox._scalar_text(s.j_id) END,
+		   CASE WHEN s.class OPERATOR(pg_catalog.<>) 'ignore' AND s.j_version IS NOT NULL
 				THEN webhook_inbox._version_of(s.j_version) END,
-		   CASE WHEN s.class <> 'ignore' AND s.j_time IS NOT NULL
+		   CASE WHEN s.class OPERATOR(pg_catalog.<>) 'ignore' AND s.j_time IS NOT NULL
 				THEN webhook_inbox._time_of(s.j_time) END,
-		   CASE WHEN s.class <> 'ignore' AND s.tombstone
+		   CASE WHEN s.class OPERATOR(pg_catalog.<>) 'ignore' AND s.tombstone
 				THEN coalesce(webhook_inbox._scalar_text(s.j_status), 'deleted')
 				ELSE webhook_inbox._scalar_text(s.j_status) END
-	  FROM s;
-END
+	  FROM s
 $$;
 COMMENT ON FUNCTION @extschema@._classify_batch(integer[], text[], text[], jsonb[]) IS
 	'Finds the route of each event of a batch and extracts object type, id, version, time and status, set-based.';

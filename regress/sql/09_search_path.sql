@@ -82,6 +82,11 @@ SELECT c.strategy, c.object_type, c.object_id, c.version, c.provider_time, c.sta
   FROM webhook_inbox.sources s,
 	   webhook_inbox._classify(s.id, s.kind, 'orders/updated', '{"id":78,"updated_at":"2026-01-01T10:00:05Z"}') c
  WHERE s.name OPERATOR(pg_catalog.=) 'sp_shop';
+SELECT c.ord, c.strategy, c.object_type, c.object_id, c.version, c.provider_time, c.status_value
+  FROM webhook_inbox.sources s,
+	   webhook_inbox._classify_batch(ARRAY[s.id], ARRAY[s.kind], ARRAY['orders/updated'],
+			ARRAY['{"id":78,"updated_at":"2026-01-01T10:00:05Z"}'::jsonb]) c
+ WHERE s.name OPERATOR(pg_catalog.=) 'sp_shop';
 -- claim, the worker's own step for non-fetch claims, complete, retry, quarantine
 UPDATE webhook_inbox.inbox SET status = 'done' WHERE status OPERATOR(pg_catalog.=) ANY ('{pending,retry}') AND source_id NOT IN
 	(SELECT id FROM webhook_inbox.sources WHERE name OPERATOR(pg_catalog.~~) 'sp\_%');
