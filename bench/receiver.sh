@@ -48,8 +48,8 @@ ARRAY(SELECT $(body_sql b "nextval('bench.ids')") FROM generate_series(1, 50)));
 	done
 	echo "COMMIT;"
 } >"$BENCH_WORK/intake50.sql"
-# classification alone (read-only, no commit): its CPU cost per event, to
-# weigh classifying at intake against deferring it to the worker
+# classification alone in its SQL form (read-only, no commit): its CPU cost
+# per event, an upper bound of intake's, which applies the routes' paths in C
 q -c "CREATE TABLE bench.payloads AS SELECT convert_from($(body_sql c n), 'UTF8')::jsonb AS p FROM generate_series(1, 50) n"
 echo "SELECT count(*) FROM webhook_inbox._classify_batch(array_fill((SELECT id FROM webhook_inbox.sources
 WHERE name = 'bench'), ARRAY[50]), array_fill('stripe'::text, ARRAY[50]),

@@ -56,6 +56,7 @@
 #include "utils/timestamp.h"
 
 #include "intake_ids.h"
+#include "route_eval.h"
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_intake);
@@ -105,13 +106,7 @@ typedef struct Row
 	int32		route_id;
 	int32		route_version;
 	char	   *strategy;
-	char	   *object_type;
-	char	   *object_id;
-	Datum		version;		/* numeric */
-	bool		version_null;
-	Datum		provider_time;	/* timestamptz */
-	bool		time_null;
-	char	   *status_value;
+	WiClassified found;			/* what the route read from the payload */
 
 	const char *status;			/* the inbox row's status */
 	char	   *reason;			/* why quarantined, ignored or refused */
@@ -121,7 +116,7 @@ typedef struct Row
 } Row;
 
 static SPIPlanPtr sources_plan = NULL;
-static SPIPlanPtr classify_plan = NULL;
+static SPIPlanPtr routes_plan = NULL;
 static SPIPlanPtr seen_plan = NULL;
 static SPIPlanPtr inbox_plan = NULL;
 static SPIPlanPtr delivery_plan = NULL;
@@ -137,6 +132,17 @@ static const char *const inbox_insert_sql =
 "provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
 "SELECT * FROM webhook_inbox._intake_inbox_rows($1) "
 "ON CONFLICT (source_id, event_id) DO NOTHING RETURNING source_id, event_id";
+
+/*
+ * The route of each distinct (source, kind, event type) of a batch; the
+ * columns after the class are the paths in WiRoutePath order.
+ */
+static const char *const routes_sql =
+"SELECT t.ord, r.id, r.version, r.strategy, r.class, r.object_type, r.status_path, "
+"r.object_type_path, r.object_id_path, r.version_path, r.time_path, r.tombstone "
+"FROM ROWS FROM (unnest($1::integer[]), unnest($2::text[]), unnest($3::text[])) "
+"WITH ORDINALITY AS t(source_id, kind, event_type, ord) "
+"CROSS JOIN LATERAL webhook_inbox._route_of(t.source_id, t.kind, t.event_type) r";
 
 static const char *const delivery_insert_sql =
 "INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
@@ -169,16 +175,12 @@ prepare_plans(void)
 			"FROM webhook_inbox.sources WHERE name = ANY ($1) FOR KEY SHARE",
 			1, types, CURSOR_OPT_GENERIC_PLAN);
 	}
-	if (classify_plan == NULL)
+	if (routes_plan == NULL)
 	{
-		Oid			types[4] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID};
+		Oid			types[3] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 
-		/* _classify_batch() is inlined here, in one generic plan */
-		classify_plan = wi_keep_plan_opts(
-			"SELECT ord, route_id, route_version, strategy, object_type, object_id, "
-			"version, provider_time, status_value "
-			"FROM webhook_inbox._classify_batch($1, $2, $3, $4)",
-			4, types, CURSOR_OPT_GENERIC_PLAN);
+		/* _route_of() is inlined here, in one generic plan */
+		routes_plan = wi_keep_plan_opts(routes_sql, 3, types, CURSOR_OPT_GENERIC_PLAN);
 	}
 	if (seen_plan == NULL)
 	{
@@ -737,68 +739,102 @@ lookup_sources(Row *rows, char **names, int n)
  * --------------------------------------------------------------------- */
 
 /*
- * Run the classification statement over rows idx[0..n-1]; fills each row's
+ * Classify rows idx[0..n-1]: one statement reads the route of each distinct
+ * (source, event type), then each route's paths are applied to its events
+ * in C (route_eval.c), as _classify_batch() applies them.  Fills each row's
  * route fields.  May raise (a route's path on a hostile payload).
  */
 static void
 classify_rows(Row *rows, int *idx, int n)
 {
+	int		   *which = palloc(sizeof(int) * n);
+	Row		  **first = palloc(sizeof(Row *) * n);
+	WiRoute    *routes;
+	bool	   *found;
+	int			ndistinct = 0;
 	ArrBuild	ids,
 				kinds,
-				types,
-				payloads;
-	Datum		args[4];
+				types;
+	Datum		args[3];
 	int			rc;
 
-	arr_init(&ids, n);
-	arr_init(&kinds, n);
-	arr_init(&types, n);
-	arr_init(&payloads, n);
 	for (int k = 0; k < n; k++)
 	{
 		Row		   *r = &rows[idx[k]];
+		int			j;
 
-		arr_add(&ids, Int32GetDatum(r->src->id), false);
-		arr_text(&kinds, r->src->kind);
-		arr_text(&types, r->event_type);
-		arr_add(&payloads, JsonbPGetDatum(r->payload), false);
+		for (j = 0; j < ndistinct; j++)
+			if (first[j]->src->id == r->src->id && strcmp(first[j]->event_type, r->event_type) == 0)
+				break;
+		if (j == ndistinct)
+			first[ndistinct++] = r;
+		which[k] = j;
+	}
+	arr_init(&ids, ndistinct);
+	arr_init(&kinds, ndistinct);
+	arr_init(&types, ndistinct);
+	for (int j = 0; j < ndistinct; j++)
+	{
+		arr_add(&ids, Int32GetDatum(first[j]->src->id), false);
+		arr_text(&kinds, first[j]->src->kind);
+		arr_text(&types, first[j]->event_type);
 	}
 	args[0] = arr_done(&ids, INT4OID);
 	args[1] = arr_done(&kinds, TEXTOID);
 	args[2] = arr_done(&types, TEXTOID);
-	args[3] = arr_done(&payloads, JSONBOID);
-	rc = SPI_execute_plan(classify_plan, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT || SPI_processed != (uint64) n)
-		elog(ERROR, "webhook_inbox: classifying events failed: %s", SPI_result_code_string(rc));
+	rc = SPI_execute_plan(routes_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: reading the routes failed: %s", SPI_result_code_string(rc));
 
+	routes = palloc0(sizeof(WiRoute) * ndistinct);
+	found = palloc0(sizeof(bool) * ndistinct);
 	for (uint64 t = 0; t < SPI_processed; t++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[t];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
 		int64		ord = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		Row		   *r;
-		Datum		d;
+		WiRoute    *rt;
+		char	   *class;
 
-		if (ord < 1 || ord > n)
-			elog(ERROR, "webhook_inbox: classification returned position " INT64_FORMAT, ord);
-		r = &rows[idx[ord - 1]];
-		d = SPI_getbinval(tup, desc, 2, &isnull);
-		r->have_route = !isnull;
-		if (!r->have_route)
-			continue;
-		r->route_id = DatumGetInt32(d);
-		r->route_version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		r->strategy = SPI_getvalue(tup, desc, 4);
-		r->object_type = SPI_getvalue(tup, desc, 5);
-		r->object_id = SPI_getvalue(tup, desc, 6);
-		d = SPI_getbinval(tup, desc, 7, &r->version_null);
-		r->version = r->version_null ? (Datum) 0 : datumCopy(d, false, -1);
-		d = SPI_getbinval(tup, desc, 8, &r->time_null);
-		r->provider_time = r->time_null ? (Datum) 0 : d;
-		r->status_value = SPI_getvalue(tup, desc, 9);
+		if (ord < 1 || ord > ndistinct)
+			elog(ERROR, "webhook_inbox: the routes returned position " INT64_FORMAT, ord);
+		rt = &routes[ord - 1];
+		found[ord - 1] = true;
+		rt->id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+		rt->version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+		rt->strategy = SPI_getvalue(tup, desc, 4);
+		class = SPI_getvalue(tup, desc, 5);
+		rt->ignore = class == NULL || strcmp(class, "ignore") == 0;
+		rt->object_type = SPI_getvalue(tup, desc, 6);
+		for (int p = 0; p < WI_PATH_COUNT; p++)
+		{
+			Datum		d = SPI_getbinval(tup, desc, 7 + p, &isnull);
+
+			rt->has_path[p] = !isnull;
+			rt->path[p] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+		}
+		rt->tombstone = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
 	}
 	SPI_freetuptable(SPI_tuptable);
+
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+		WiRoute    *rt = &routes[which[k]];
+		WiClassified c;
+
+		r->have_route = found[which[k]];
+		if (!r->have_route)
+			continue;
+		wi_route_apply(rt, r->payload, &c);
+		r->route_id = rt->id;
+		r->route_version = rt->version;
+		r->strategy = rt->strategy;
+		r->found = c;
+		if (!c.version_null)
+			r->found.version = datumCopy(c.version, false, -1);
+	}
 }
 
 /*
@@ -839,8 +875,8 @@ classify_guarded(Row *rows, int *idx, int n, char **msg)
 			Row		   *r = &rows[idx[k]];
 
 			r->have_route = false;
-			r->strategy = r->object_type = r->object_id = r->status_value = NULL;
-			r->version_null = r->time_null = true;
+			r->strategy = r->found.object_type = r->found.object_id = r->found.status_value = NULL;
+			r->found.version_null = r->found.time_null = true;
 		}
 	}
 	PG_END_TRY();
@@ -876,18 +912,18 @@ decide_status(Row *r)
 {
 	if (r->reason == NULL && r->have_route && strcmp(r->strategy, "ignore") != 0)
 	{
-		if (r->object_id == NULL || r->object_id[0] == '\0')
+		if (r->found.object_id == NULL || r->found.object_id[0] == '\0')
 			r->reason = pstrdup("missing_object_id: the route's object id path found nothing");
-		else if (r->object_type == NULL || r->object_type[0] == '\0')
+		else if (r->found.object_type == NULL || r->found.object_type[0] == '\0')
 			r->reason = pstrdup("missing_object_type: the route's object type path found nothing");
-		else if (strlen(r->object_id) > MAX_ID_BYTES)
+		else if (strlen(r->found.object_id) > MAX_ID_BYTES)
 			r->reason = psprintf("object_id_too_long: the object id is %zu bytes, the limit is %d",
-								 strlen(r->object_id), MAX_ID_BYTES);
-		else if (strlen(r->object_type) > MAX_ID_BYTES)
+								 strlen(r->found.object_id), MAX_ID_BYTES);
+		else if (strlen(r->found.object_type) > MAX_ID_BYTES)
 			r->reason = psprintf("object_type_too_long: the object type is %zu bytes, the limit is %d",
-								 strlen(r->object_type), MAX_ID_BYTES);
-		else if (strcmp(r->strategy, "version") == 0 && r->version_null
-				 && strcmp(r->status_value ? r->status_value : "", "deleted") != 0)
+								 strlen(r->found.object_type), MAX_ID_BYTES);
+		else if (strcmp(r->strategy, "version") == 0 && r->found.version_null
+				 && strcmp(r->found.status_value ? r->found.status_value : "", "deleted") != 0)
 			r->reason = pstrdup("missing_version: the route's version path found nothing");
 	}
 
@@ -923,10 +959,10 @@ decide_status(Row *r)
 	if (strcmp(r->status, "quarantined") == 0)
 	{
 		/* a quarantined event is never claimed: no route data is kept */
-		r->strategy = r->object_type = r->object_id = NULL;
-		r->status_value = NULL;
+		r->strategy = r->found.object_type = r->found.object_id = NULL;
+		r->found.status_value = NULL;
 		r->have_route = false;
-		r->version_null = r->time_null = true;
+		r->found.version_null = r->found.time_null = true;
 	}
 }
 
@@ -1132,18 +1168,18 @@ wi_intake_inbox_rows(PG_FUNCTION_ARGS)
 		v[1] = text_or_null(r->event_id, &nulls[1]);
 		v[2] = text_or_null(r->correlation_id, &nulls[2]);
 		v[3] = text_or_null(r->event_type, &nulls[3]);
-		v[4] = text_or_null(r->object_type, &nulls[4]);
-		v[5] = text_or_null(r->object_id, &nulls[5]);
+		v[4] = text_or_null(r->found.object_type, &nulls[4]);
+		v[5] = text_or_null(r->found.object_id, &nulls[5]);
 		v[6] = text_or_null(r->strategy, &nulls[6]);
 		v[7] = Int32GetDatum(r->route_id);
 		nulls[7] = !r->have_route;
 		v[8] = Int32GetDatum(r->route_version);
 		nulls[8] = !r->have_route;
-		v[9] = r->version;
-		nulls[9] = r->version_null;
-		v[10] = r->provider_time;
-		nulls[10] = r->time_null;
-		v[11] = text_or_null(r->status_value, &nulls[11]);
+		v[9] = r->found.version;
+		nulls[9] = r->found.version_null;
+		v[10] = r->found.provider_time;
+		nulls[10] = r->found.time_null;
+		v[11] = text_or_null(r->found.status_value, &nulls[11]);
 		v[12] = JsonbPGetDatum(r->payload);
 		nulls[12] = r->payload == NULL;
 		/* the exact bytes are kept for every delivery set aside for a person */
@@ -1288,7 +1324,7 @@ intake_rows(Row *rows, char **names, int n)
 			continue;
 		r->digest = sha256_of(r->body);
 		r->delivery_id = header_get(r, "x-webhook-inbox-delivery");
-		r->version_null = r->time_null = true;
+		r->found.version_null = r->found.time_null = true;
 		read_ids(r);
 		check_ids(r);
 	}

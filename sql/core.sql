@@ -610,6 +610,30 @@ COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
 	'Finds the route of an event and extracts object type, id, version, time and status.';
 
 /*
+ * The route of one (source, kind, event type): the most specific match,
+ * source over kind, then higher priority, then the longer pattern.  No SET
+ * clause, so that the planner inlines it (into _classify_batch() and
+ * intake's statement that reads the routes of a batch); every function and
+ * operator is qualified (see sql/search_path.sql).
+ */
+CREATE FUNCTION @extschema@._route_of(p_source_id integer, p_kind text, p_event_type text)
+RETURNS TABLE (id integer, version integer, strategy text, class text, object_type text,
+	object_type_path jsonpath, object_id_path jsonpath, version_path jsonpath,
+	time_path jsonpath, status_path jsonpath, tombstone boolean)
+LANGUAGE sql STABLE
+AS $$
+	SELECT x.id, x.version, x.strategy, x.class, x.object_type, x.object_type_path,
+		   x.object_id_path, x.version_path, x.time_path, x.status_path, x.tombstone
+	  FROM webhook_inbox.routes x
+	 WHERE (x.source_id OPERATOR(pg_catalog.=) p_source_id OR x.source_kind OPERATOR(pg_catalog.=) p_kind)
+	   AND p_event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
+	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
+	 LIMIT 1
+$$;
+COMMENT ON FUNCTION @extschema@._route_of(integer, text, text) IS
+	'The most specific route of an event type for a source (and its kind), with the paths classification reads.';
+
+/*
  * Classify a batch of events in one statement: the most specific route of
  * each distinct (source, type), then its paths on each payload.  Rows come
  * back with their 1-based position in the arrays.  Called by intake inside
@@ -634,14 +658,7 @@ AS $$
 	), m AS (
 		SELECT t.source_id AS for_source, t.event_type AS for_type, r.*
 		  FROM (SELECT DISTINCT e.source_id, e.kind, e.event_type FROM e) t
-		 CROSS JOIN LATERAL (
-			SELECT x.id, x.version, x.strategy, x.class, x.object_type, x.object_type_path,
-				   x.object_id_path, x.version_path, x.time_path, x.status_path, x.tombstone
-			  FROM webhook_inbox.routes x
-			 WHERE (x.source_id OPERATOR(pg_catalog.=) t.source_id OR x.source_kind OPERATOR(pg_catalog.=) t.kind)
-			   AND t.event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
-			 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
-			 LIMIT 1) r
+		 CROSS JOIN LATERAL webhook_inbox._route_of(t.source_id, t.kind, t.event_type) r
 	), s AS (
 		/*
 		 * Each path once per event: the helpers are inlined, and an

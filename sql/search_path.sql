@@ -11,10 +11,11 @@
 --   * the small SQL helpers the planner inlines into set-based statements
 --     (a SET clause forbids inlining: _pattern_like, _scalar_text,
 --     _version_of, _time_of, and _round_events, the events every statement
---     of a round reads; _classify_batch, the classification inlined into
---     intake's statement), _fenced, the fence check of every claim of a
---     round, and _classify, run once per delivery inside intake() (a per-call
---     SET there measured about 30 % of intake's throughput).
+--     of a round reads; _classify_batch and _route_of, the classification
+--     and the route lookup inlined into intake's statements), _fenced, the
+--     fence check of every claim of a round, and _classify, run once per
+--     delivery inside intake() (a per-call SET there measured about 30 % of
+--     intake's throughput).
 -- Those are called only from pinned functions or the worker (whose session
 -- pins the same path), and their bodies qualify every function, operator
 -- and type with pg_catalog, so they resolve the same even when a superuser
@@ -33,8 +34,8 @@ BEGIN
 		   AND p.prokind OPERATOR(pg_catalog.<>) 'p'
 		   AND p.proconfig IS NULL
 		   AND NOT (p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_pattern_like', '_scalar_text', '_version_of',
-															'_time_of', '_classify', '_classify_batch', '_fenced',
-															'_round_events']::pg_catalog.name[]))
+															'_time_of', '_classify', '_classify_batch', '_route_of',
+															'_fenced', '_round_events']::pg_catalog.name[]))
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
 	END LOOP;
