@@ -10,8 +10,9 @@
  * event through the routes, records the delivery attempt, and inserts the
  * inbox row once per (source, event id).
  *
- * A batch is written set-based: one statement classifies every event of the
- * batch, one inserts every inbox row, one every audit row (and, for sources
+ * A batch is written set-based: one statement reads the route of each event
+ * type of the batch (route_eval.c applies its paths to each payload), one
+ * inserts every inbox row, one every audit row (and, for sources
  * whose scheme signs only the body, one records the body digests that
  * refuse replays).  Nothing in it may raise for one delivery's content,
  * since an error would fail its batch-mates too, so everything that depends

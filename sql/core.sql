@@ -562,24 +562,45 @@ $$;
 COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch seconds or an ISO-8601 string.';
 
 /*
- * Classify one event: find the most specific route and evaluate its paths.
- * Called by intake() inside a subtransaction, so any error here (a version
- * that is not a number, say) quarantines the event instead of failing.
- * No SET search_path (it runs once per delivery; see sql/search_path.sql):
- * every function and operator is qualified.
+ * The route of one (source, kind, event type): the most specific match,
+ * source over kind, then higher priority, then the longer pattern.  No SET
+ * clause, so that the planner inlines it (into _classify_batch() and
+ * intake's statement that reads the routes of a batch; _classify() reads
+ * it too); every function and
+ * operator is qualified (see sql/search_path.sql).
+ */
+CREATE FUNCTION @extschema@._route_of(p_source_id integer, p_kind text, p_event_type text)
+RETURNS TABLE (id integer, version integer, strategy text, class text, object_type text,
+	object_type_path jsonpath, object_id_path jsonpath, version_path jsonpath,
+	time_path jsonpath, status_path jsonpath, tombstone boolean)
+LANGUAGE sql STABLE
+AS $$
+	SELECT x.id, x.version, x.strategy, x.class, x.object_type, x.object_type_path,
+		   x.object_id_path, x.version_path, x.time_path, x.status_path, x.tombstone
+	  FROM webhook_inbox.routes x
+	 WHERE (x.source_id OPERATOR(pg_catalog.=) p_source_id OR x.source_kind OPERATOR(pg_catalog.=) p_kind)
+	   AND p_event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
+	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
+	 LIMIT 1
+$$;
+COMMENT ON FUNCTION @extschema@._route_of(integer, text, text) IS
+	'The most specific route of an event type for a source (and its kind), with the paths classification reads.';
+
+/*
+ * Classify one event: its route (_route_of) and that route's paths on the
+ * payload, as intake applies them in C (extension/route_eval.c; the two are
+ * compared in regress/sql/23_route_paths.sql).  Used by reclassify() and
+ * requeue_where().  No SET search_path (see sql/search_path.sql): every
+ * function and operator is qualified.
  */
 CREATE FUNCTION @extschema@._classify(p_source_id integer, p_kind text, p_event_type text, p_payload jsonb,
 	OUT route_id integer, OUT route_version integer, OUT strategy text, OUT object_type text,
 	OUT object_id text, OUT version numeric, OUT provider_time timestamptz, OUT status_value text)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
-	r webhook_inbox.routes;
+	r record;
 BEGIN
-	SELECT * INTO r FROM webhook_inbox.routes x
-	 WHERE (x.source_id OPERATOR(pg_catalog.=) p_source_id OR x.source_kind OPERATOR(pg_catalog.=) p_kind)
-	   AND p_event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
-	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
-	 LIMIT 1;
+	SELECT * INTO r FROM webhook_inbox._route_of(p_source_id, p_kind, p_event_type);
 	IF NOT FOUND THEN
 		RETURN;
 	END IF;
@@ -608,30 +629,6 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
 	'Finds the route of an event and extracts object type, id, version, time and status.';
-
-/*
- * The route of one (source, kind, event type): the most specific match,
- * source over kind, then higher priority, then the longer pattern.  No SET
- * clause, so that the planner inlines it (into _classify_batch() and
- * intake's statement that reads the routes of a batch); every function and
- * operator is qualified (see sql/search_path.sql).
- */
-CREATE FUNCTION @extschema@._route_of(p_source_id integer, p_kind text, p_event_type text)
-RETURNS TABLE (id integer, version integer, strategy text, class text, object_type text,
-	object_type_path jsonpath, object_id_path jsonpath, version_path jsonpath,
-	time_path jsonpath, status_path jsonpath, tombstone boolean)
-LANGUAGE sql STABLE
-AS $$
-	SELECT x.id, x.version, x.strategy, x.class, x.object_type, x.object_type_path,
-		   x.object_id_path, x.version_path, x.time_path, x.status_path, x.tombstone
-	  FROM webhook_inbox.routes x
-	 WHERE (x.source_id OPERATOR(pg_catalog.=) p_source_id OR x.source_kind OPERATOR(pg_catalog.=) p_kind)
-	   AND p_event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
-	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
-	 LIMIT 1
-$$;
-COMMENT ON FUNCTION @extschema@._route_of(integer, text, text) IS
-	'The most specific route of an event type for a source (and its kind), with the paths classification reads.';
 
 /*
  * Classify a batch of events in one statement: the most specific route of

@@ -14,8 +14,9 @@
 --     of a round reads; _classify_batch and _route_of, the classification
 --     and the route lookup inlined into intake's statements), _fenced, the
 --     fence check of every claim of a round, and _classify, run once per
---     delivery inside intake() (a per-call SET there measured about 30 % of
---     intake's throughput).
+--     event by reclassify() and requeue_where() (a per-call SET there
+--     measured about 30 % of the one-delivery intake's throughput, when
+--     intake still called it).
 -- Those are called only from pinned functions or the worker (whose session
 -- pins the same path), and their bodies qualify every function, operator
 -- and type with pg_catalog, so they resolve the same even when a superuser
