@@ -110,6 +110,38 @@ is(deliveries_count($node, 'bg') + deliveries_count($node, 'bd'), 0,
 	'and are not audited as accepted');
 is(stop_receiver($r), 0, 'receiver exits 0');
 
+# ---- two connections: each batch takes its share of what waits ----
+# 20 requests held by a long batch delay, two database connections: when the
+# delay ends, each connection takes half (the 20 clients wait for answers, so
+# no more company comes), and the two batches run side by side.
+my $rs = start_receiver($node, '--batch-delay', '1500', '--batch-size', '64', '--db-connections', '2');
+my $batches0 = metric($rs, 'webhook_receiver_batches_total{result="committed"}') // 0;
+my $sum0 = metric($rs, 'webhook_receiver_batch_size_sum') // 0;
+my @share_socks;
+for my $i (1 .. 20)
+{
+	my $body = stripe_body("evt_share_$i");
+	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rs->{port}, Proto => 'tcp')
+	  or die "connect: $!";
+	print $s raw_request('bs', sign('stripe', $ssec, $body), $body);
+	push @share_socks, $s;
+}
+my %share_status;
+for my $s (@share_socks)
+{
+	local $/;
+	my $answer = <$s> // '';
+	my ($status) = $answer =~ m{^HTTP/1\.\d (\d+)};
+	$share_status{ $status // 'none' }++;
+}
+is_deeply(\%share_status, { 200 => 20 }, 'all 20 answered 200');
+is((metric($rs, 'webhook_receiver_batches_total{result="committed"}') // 0) - $batches0,
+	2, 'in two batches');
+is((metric($rs, 'webhook_receiver_batch_size_sum') // 0) - $sum0, 20, 'of 20 deliveries together');
+is(metric($rs, 'webhook_receiver_batch_size_bucket{le="8"}'), 0, 'neither of 8 deliveries or fewer');
+is(metric($rs, 'webhook_receiver_batch_size_bucket{le="16"}'), 2, 'both of 9 to 16: half each');
+is(stop_receiver($rs), 0, 'receiver exits 0');
+
 # ---- the same ids in opposite orders on two receivers, for 20 s ----
 my $r1 = start_receiver($node, '--db-connections', '1');
 my $r2 = start_receiver($node, '--db-connections', '1');
