@@ -135,8 +135,8 @@ static const char *const inbox_insert_sql =
 "ON CONFLICT (source_id, event_id) DO NOTHING RETURNING source_id, event_id";
 
 /*
- * The route of each distinct (source, kind, event type) of a batch; the
- * columns after the class are the paths in WiRoutePath order.
+ * The route of each distinct (source, kind, event type) of a batch; columns
+ * 7 to 11 are the paths in WiRoutePath order.
  */
 static const char *const routes_sql =
 "SELECT t.ord, r.id, r.version, r.strategy, r.class, r.object_type, r.status_path, "
@@ -876,8 +876,8 @@ classify_guarded(Row *rows, int *idx, int n, char **msg)
 			Row		   *r = &rows[idx[k]];
 
 			r->have_route = false;
-			r->strategy = r->found.object_type = r->found.object_id = r->found.status_value = NULL;
-			r->found.version_null = r->found.time_null = true;
+			r->strategy = NULL;
+			wi_classified_clear(&r->found);
 		}
 	}
 	PG_END_TRY();
@@ -960,10 +960,9 @@ decide_status(Row *r)
 	if (strcmp(r->status, "quarantined") == 0)
 	{
 		/* a quarantined event is never claimed: no route data is kept */
-		r->strategy = r->found.object_type = r->found.object_id = NULL;
-		r->found.status_value = NULL;
+		r->strategy = NULL;
 		r->have_route = false;
-		r->found.version_null = r->found.time_null = true;
+		wi_classified_clear(&r->found);
 	}
 }
 
@@ -1325,7 +1324,7 @@ intake_rows(Row *rows, char **names, int n)
 			continue;
 		r->digest = sha256_of(r->body);
 		r->delivery_id = header_get(r, "x-webhook-inbox-delivery");
-		r->found.version_null = r->found.time_null = true;
+		wi_classified_clear(&r->found);
 		read_ids(r);
 		check_ids(r);
 	}

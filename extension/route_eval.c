@@ -79,6 +79,7 @@ path_first(Jsonb *payload, Datum pathd, JsonbValue *v)
 	jspInit(&item, jp);
 	if (item.type != jpiRoot)
 		return path_first_executor(payload, pathd, v);
+	/* only keys are walked: any other item may compute or raise, as the executor decides */
 	k = item;
 	while (jspGetNext(&k, &k))
 		if (k.type != jpiKey)
@@ -232,8 +233,7 @@ wi_route_apply(const WiRoute *route, Jsonb *payload, WiClassified *out)
 	JsonbValue	v[WI_PATH_COUNT];
 	char	   *status;
 
-	memset(out, 0, sizeof(*out));
-	out->version_null = out->time_null = true;
+	wi_classified_clear(out);
 	if (route->ignore)
 		return;
 	for (int p = 0; p < WI_PATH_COUNT; p++)

@@ -47,6 +47,14 @@ typedef struct WiClassified
 	bool		time_null;
 } WiClassified;
 
+/* Nothing found: no strings, no version, no time. */
+static inline void
+wi_classified_clear(WiClassified *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->version_null = c->time_null = true;
+}
+
 extern void wi_route_apply(const WiRoute *route, Jsonb *payload, WiClassified *out);
 
 #endif							/* WI_ROUTE_EVAL_H */

@@ -486,27 +486,24 @@ encode_batch(rcv_delivery *list, int n)
  * send (each has at most one request in flight).  Taking more than a share
  * would leave a ready connection idle while one batch executes: 64 clients
  * on two connections make one batch of 64 and an idle server process,
- * where two batches of 32 execute in parallel.  *inflight is set to the
- * deliveries of the batches in flight.
+ * where two batches of 32 execute in parallel.
  */
 static int
-batch_share(int *inflight)
+batch_share(void)
 {
 	int			ready = 0;
-	long		waiting;
+	long		waiting = db.nwaiting;
 	long		share;
 
-	*inflight = 0;
 	for (int k = 0; k < db.nconns; k++)
 	{
 		if (db.conns[k].inflight == U_BATCH)
-			*inflight += db.conns[k].batch_n;
+			waiting += db.conns[k].batch_n;
 		if (usable(&db.conns[k]))
 			ready++;
 	}
 	if (ready == 0)
 		ready = 1;
-	waiting = (long) db.nwaiting + *inflight;
 	if (waiting < rcv_http_connections())
 		waiting = rcv_http_connections();
 	share = (waiting + ready - 1) / ready;
@@ -531,8 +528,7 @@ send_batch(dbconn *c)
 	const char *values[3];
 	int			lengths[3];
 	static const int formats[3] = {1, 1, 1};
-	int			inflight;
-	int			limit = batch_share(&inflight);
+	int			limit = batch_share();
 
 	c->inflight = U_BATCH;
 	while (db.head && n < limit &&
@@ -639,16 +635,12 @@ take_outcomes(dbconn *c, const PGresult *res)
 static int
 batch_due(void)
 {
-	int			inflight;
-	int			share;
-
 	if (db.nwaiting == 0)
 		return 0;
 	if (db.nwaiting >= db.cfg->batch_size || db.delay_due || db.stopping ||
 		db.cfg->batch_delay_ms == 0)
 		return 1;
-	share = batch_share(&inflight);
-	return inflight > 0 && db.nwaiting >= share;
+	return batches_in_flight() && db.nwaiting >= batch_share();
 }
 
 /*
