@@ -9,8 +9,9 @@
  *	setup     synchronous_commit guard; LISTEN webhook_inbox_sources;
  *	          PREPARE intake_batch; load sources
  *	sources   load sources (after NOTIFY or SIGHUP)
- *	batch     BEGIN; intake_batch($1, $2, $3) for the whole batch; COMMIT
- *	rollback  ROLLBACK, after a batch left the session in a failed block
+ *	batch     intake_batch($1, $2, $3) for the whole batch, alone in its
+ *	          implicit transaction: the sync commits it
+ *	rollback  ROLLBACK, should a unit ever leave the session in a failed block
  *
  * A batch is one statement, whatever its size: its sources, headers and
  * bodies travel as three arrays in PostgreSQL's binary array format (no
@@ -20,21 +21,28 @@
  * 4xx, and never touches its batch-mates; intake_batch() writes rows in
  * a stable key order, so batches on different connections cannot deadlock.
  *
- * A connection has one unit in flight at a time.  That keeps failure
- * simple: a failed batch cannot poison a following one.  Deliveries wait in
- * one shared queue; whichever connection is idle takes the next batch (so
- * with two connections one batch executes while the next is sent, and two
- * server processes share the intake work).  A batch is due when it is
- * full, when its first delivery has waited batch-delay, or at shutdown.
- * Every connection runs the setup unit after (re)connecting, so a NOTIFY
- * missed while disconnected cannot leave the sources stale.
+ * A connection carries up to --db-pipeline batches at once (and may carry
+ * a sources load behind them); their results come back in order.  The
+ * server starts a batch as soon as the one before it committed, instead
+ * of waiting a round trip for it: while the answers of one batch travel
+ * and its clients send their next requests, the next batch executes.
+ * Each batch ends at its own sync, so a failed batch is rolled back there
+ * and cannot poison the one after it.  Deliveries wait in one shared
+ * queue; the connection with the fewest batches in flight takes the next
+ * batch.  A batch is due when it is full, when its first delivery has
+ * waited batch-delay, at shutdown, or, while batches are in flight, when
+ * the queue holds one pipeline slot's share (see batch_share).  Every
+ * connection runs the setup unit after (re)connecting, so a NOTIFY missed
+ * while disconnected cannot leave the sources stale.
  *
  * The guarantee: a delivery is reported committed only when its batch's
- * COMMIT result came back.  Any error, a lost connection or a silent server
+ * sync came back with no error: the server reports the sync only after
+ * the implicit transaction committed (with synchronous_commit on, after
+ * the WAL flush).  Any error, a lost connection or a silent server
  * (commit-timeout) reports every delivery of the batch as not committed,
- * and the HTTP side answers 503.  While no connection is ready, submissions
- * are refused at once; each connection reconnects by itself with
- * exponential backoff.
+ * and the HTTP side answers 503; a lost connection so reports every batch
+ * it carried.  While no connection is ready, submissions are refused at
+ * once; each connection reconnects by itself with exponential backoff.
  */
 #include "batch.h"
 
@@ -73,14 +81,27 @@ typedef enum db_state
 
 typedef enum unit_kind
 {
-	U_NONE,
 	U_SETUP,
 	U_SOURCES,
 	U_BATCH,
 	U_ROLLBACK
 } unit_kind;
 
-/* One database connection and the unit it has in flight. */
+/* A unit sent on a connection whose sync has not come back yet. */
+typedef struct dbunit
+{
+	unit_kind	kind;
+	rcv_delivery *batch;		/* U_BATCH: its deliveries, in order */
+	int			batch_n;
+	int			noutcomes;		/* rows of intake_batch() taken */
+	int			failed;
+	struct timespec sent_at;
+} dbunit;
+
+/* Batches, and one setup, sources or rollback unit. */
+#define UNITS_MAX (RCV_PIPELINE_MAX + 1)
+
+/* One database connection and the units it has in flight, oldest first. */
 typedef struct dbconn
 {
 	int			no;				/* for log lines */
@@ -95,13 +116,10 @@ typedef struct dbconn
 	int			setup_done;
 	int			want_rollback;
 
-	unit_kind	inflight;
-	rcv_delivery *batch;
-	int			batch_n;
-	int			failed;
-	int			commit_ok;
-	int			noutcomes;
-	struct timespec sent_at;
+	dbunit		units[UNITS_MAX];	/* a ring: units[first] is the oldest */
+	int			first;
+	int			nunits;
+	int			nbatches;		/* of them, batches */
 } dbconn;
 
 static struct
@@ -242,9 +260,40 @@ static int
 batches_in_flight(void)
 {
 	for (int i = 0; i < db.nconns; i++)
-		if (db.conns[i].inflight == U_BATCH)
+		if (db.conns[i].nbatches > 0)
 			return 1;
 	return 0;
+}
+
+/* The oldest unit in flight on c, whose results come next (nunits > 0). */
+static dbunit *
+oldest(dbconn *c)
+{
+	return &c->units[c->first];
+}
+
+/* A new unit behind those in flight on c (nunits < UNITS_MAX). */
+static dbunit *
+unit_push(dbconn *c, unit_kind kind)
+{
+	dbunit	   *u = &c->units[(c->first + c->nunits) % UNITS_MAX];
+
+	memset(u, 0, sizeof(*u));
+	u->kind = kind;
+	c->nunits++;
+	if (kind == U_BATCH)
+		c->nbatches++;
+	return u;
+}
+
+/* Drop the oldest unit of c (its sync came back, or c failed). */
+static void
+unit_pop(dbconn *c)
+{
+	if (oldest(c)->kind == U_BATCH)
+		c->nbatches--;
+	c->first = (c->first + 1) % UNITS_MAX;
+	c->nunits--;
 }
 
 static void
@@ -278,7 +327,7 @@ fail_waiting(void)
 
 /*
  * db_fail
- *		Drop connection c: its batch in flight is reported as not
+ *		Drop connection c: its batches in flight are reported as not
  *		committed, and so is everything waiting if no other connection is
  *		usable; a reconnect is scheduled with backoff.
  */
@@ -305,12 +354,17 @@ db_fail(dbconn *c, const char *why)
 	c->setup_done = 0;
 	c->want_rollback = 0;
 
-	if (c->inflight == U_BATCH)
-		rcv_metrics_batch(c->batch_n, 0, 0);
-	complete_all(c->batch, 0);
-	c->batch = NULL;
-	c->batch_n = 0;
-	c->inflight = U_NONE;
+	while (c->nunits > 0)
+	{
+		dbunit	   *u = oldest(c);
+		rcv_delivery *batch = u->batch;
+
+		if (u->kind == U_BATCH)
+			rcv_metrics_batch(u->batch_n, 0, 0);
+		u->batch = NULL;
+		unit_pop(c);
+		complete_all(batch, 0);
+	}
 	update_db_up();
 	if (!any_usable())
 		fail_waiting();
@@ -339,20 +393,22 @@ db_flush(dbconn *c)
 		event_del(c->write_ev);
 }
 
-/* Close a unit: the sync is queued, the deadline armed, the bytes flushed. */
+/*
+ * Close unit u, the newest on c: the sync is queued, the bytes flushed.
+ * The deadline runs for the oldest unit; a unit behind others gets its own
+ * when its turn comes (unit_done).
+ */
 static void
-unit_sent(dbconn *c, unit_kind kind)
+unit_sent(dbconn *c, dbunit *u)
 {
-	c->inflight = kind;
-	c->failed = 0;
-	c->commit_ok = 0;
 	if (!PQpipelineSync(c->conn))
 	{
 		db_fail(c, PQerrorMessage(c->conn));
 		return;
 	}
-	clock_gettime(CLOCK_MONOTONIC, &c->sent_at);
-	add_ms(c->deadline_ev, db.cfg->commit_timeout_ms);
+	clock_gettime(CLOCK_MONOTONIC, &u->sent_at);
+	if (c->nunits == 1)
+		add_ms(c->deadline_ev, db.cfg->commit_timeout_ms);
 	db_flush(c);
 }
 
@@ -360,6 +416,7 @@ static void
 send_setup_or_sources(dbconn *c)
 {
 	int			setup = !c->setup_done;
+	dbunit	   *u = unit_push(c, setup ? U_SETUP : U_SOURCES);
 
 	if (setup)
 	{
@@ -384,7 +441,7 @@ send_setup_or_sources(dbconn *c)
 	if (!PQsendQueryParams(c->conn, rcv_sources_query, 0, NULL, NULL, NULL, NULL, 0))
 		goto err;
 	db.want_sources = 0;
-	unit_sent(c, setup ? U_SETUP : U_SOURCES);
+	unit_sent(c, u);
 	return;
 err:
 	db_fail(c, PQerrorMessage(c->conn));
@@ -479,34 +536,38 @@ encode_batch(rcv_delivery *list, int n)
 }
 
 /*
- * A connection's share of the deliveries that wait on the database: the
+ * A pipeline slot's share of the deliveries that wait on the database: the
  * most one batch takes (within batch-size), and, while batches are in
  * flight, the queue that makes the next one due.  What waits is the queue,
  * the batches in flight and whatever the open client connections may still
- * send (each has at most one request in flight).  Taking more than a share
- * would leave a ready connection idle while one batch executes: 64 clients
- * on two connections make one batch of 64 and an idle server process,
- * where two batches of 32 execute in parallel.
+ * send (each has at most one request in flight); the slots are the usable
+ * connections times --db-pipeline.  Taking more than a share would leave a
+ * server process idle: 64 clients on two connections in one batch of 64
+ * leave one process idle, and two batches of 32 leave each idle while its
+ * answers travel and the next 32 requests come in; four batches of 16 keep
+ * a second batch queued behind each one that executes.
  */
 static int
 batch_share(void)
 {
-	int			ready = 0;
+	int			slots = 0;
 	long		waiting = db.nwaiting;
 	long		share;
 
 	for (int k = 0; k < db.nconns; k++)
 	{
-		if (db.conns[k].inflight == U_BATCH)
-			waiting += db.conns[k].batch_n;
-		if (usable(&db.conns[k]))
-			ready++;
+		const dbconn *c = &db.conns[k];
+
+		for (int i = 0; i < c->nunits; i++)
+			waiting += c->units[(c->first + i) % UNITS_MAX].batch_n;
+		if (usable(c))
+			slots += (int) db.cfg->db_pipeline;
 	}
-	if (ready == 0)
-		ready = 1;
+	if (slots == 0)
+		slots = 1;
 	if (waiting < rcv_http_connections())
 		waiting = rcv_http_connections();
-	share = (waiting + ready - 1) / ready;
+	share = (waiting + slots - 1) / slots;
 	if (share > db.cfg->batch_size)
 		share = db.cfg->batch_size;
 	return share < 1 ? 1 : (int) share;
@@ -514,23 +575,23 @@ batch_share(void)
 
 /*
  * send_batch
- *		Move up to a connection's share of the waiting deliveries (at most
+ *		Move up to a slot's share of the waiting deliveries (at most
  *		batch-size, and about BATCH_MAX_BYTES of bodies) into one
- *		transaction on c: one intake_batch() call between BEGIN and COMMIT.
+ *		transaction on c: one intake_batch() call, committed at its sync.
  */
 static void
 send_batch(dbconn *c)
 {
 	rcv_delivery *d;
-	rcv_delivery **tailp = &c->batch;
+	int			limit = batch_share();
+	dbunit	   *u = unit_push(c, U_BATCH);
+	rcv_delivery **tailp = &u->batch;
 	int			n = 0;
 	size_t		bytes = 0;
 	const char *values[3];
 	int			lengths[3];
 	static const int formats[3] = {1, 1, 1};
-	int			limit = batch_share();
 
-	c->inflight = U_BATCH;
 	while (db.head && n < limit &&
 		   (n == 0 || bytes + db.head->len <= BATCH_MAX_BYTES))
 	{
@@ -542,11 +603,11 @@ send_batch(dbconn *c)
 		n++;
 		bytes += d->len;
 		db.nwaiting--;
-		c->batch_n = n;
+		u->batch_n = n;
 	}
 	if (db.head == NULL)
 		db.tail = NULL;
-	if (encode_batch(c->batch, n) < 0)
+	if (encode_batch(u->batch, n) < 0)
 	{
 		db_fail(c, "out of memory");
 		return;
@@ -556,19 +617,16 @@ send_batch(dbconn *c)
 		values[i] = db.arg[i].data;
 		lengths[i] = (int) db.arg[i].len;
 	}
-	if (!PQsendQueryParams(c->conn, "BEGIN", 0, NULL, NULL, NULL, NULL, 0) ||
-		!PQsendQueryPrepared(c->conn, "intake_batch", 3, values, lengths, formats, 0) ||
-		!PQsendQueryParams(c->conn, "COMMIT", 0, NULL, NULL, NULL, NULL, 0))
+	if (!PQsendQueryPrepared(c->conn, "intake_batch", 3, values, lengths, formats, 0))
 		goto err;
-	c->noutcomes = 0;
-	/* what is left was already waiting: the next idle connection takes it */
+	/* what is left was already waiting: the next free slot takes it */
 	db.delay_due = db.nwaiting > 0;
 	if (db.nwaiting == 0)
 		event_del(db.delay_ev);
-	unit_sent(c, U_BATCH);
+	unit_sent(c, u);
 	return;
 err:
-	/* c->batch holds what was taken; db_fail answers it */
+	/* u holds what was taken; db_fail answers it */
 	db_fail(c, PQerrorMessage(c->conn));
 }
 
@@ -597,17 +655,17 @@ set_refusal(rcv_delivery *d, const char *reason)
 }
 
 /*
- * Take intake_batch()'s rows: one per delivery of c's batch, in order.
+ * Take intake_batch()'s rows: one per delivery of u's batch, in order.
  * Returns 0, or -1 when the result does not have that shape.
  */
 static int
-take_outcomes(dbconn *c, const PGresult *res)
+take_outcomes(dbunit *u, const PGresult *res)
 {
-	rcv_delivery *d = c->batch;
+	rcv_delivery *d = u->batch;
 
-	if (PQntuples(res) != c->batch_n || PQnfields(res) != 3)
+	if (PQntuples(res) != u->batch_n || PQnfields(res) != 3)
 		return -1;
-	for (int i = 0; i < c->batch_n; i++, d = d->next)
+	for (int i = 0; i < u->batch_n; i++, d = d->next)
 	{
 		const char *outcome = PQgetvalue(res, i, 1);
 
@@ -622,7 +680,7 @@ take_outcomes(dbconn *c, const PGresult *res)
 			snprintf(d->outcome, sizeof(d->outcome), "%s", outcome);
 		}
 	}
-	c->noutcomes = c->batch_n;
+	u->noutcomes = u->batch_n;
 	return 0;
 }
 
@@ -644,92 +702,119 @@ batch_due(void)
 }
 
 /*
+ * A connection that can take one more batch: usable, no rollback to send
+ * first, fewer than --db-pipeline batches in flight.
+ */
+static int
+has_slot(const dbconn *c)
+{
+	return usable(c) && !c->want_rollback && c->nunits < UNITS_MAX &&
+		c->nbatches < db.cfg->db_pipeline;
+}
+
+/*
  * db_kick
- *		Give work to idle connections: a pending rollback first, then a
- *		source load (on one connection), then batches while they are due.
- *		Arms the batch-delay timer when deliveries wait but are not due.
+ *		Give work to the connections: a pending rollback or the setup on an
+ *		idle one, a sources load behind what is in flight (on one
+ *		connection), then batches while they are due, each to the connection
+ *		with the fewest in flight.  Arms the batch-delay timer when
+ *		deliveries wait but are not due.
  */
 static void
 db_kick(void)
 {
 	for (int k = 0; k < db.nconns; k++)
 	{
-		dbconn	   *c = &db.conns[(db.next_conn + k) % db.nconns];
+		dbconn	   *c = &db.conns[k];
 
-		if (c->state != DB_READY || c->inflight != U_NONE)
+		if (c->state != DB_READY)
 			continue;
 		if (c->want_rollback)
 		{
-			if (!PQsendQueryParams(c->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0))
-				db_fail(c, PQerrorMessage(c->conn));
-			else
-				unit_sent(c, U_ROLLBACK);
+			if (c->nunits == 0)
+			{
+				dbunit	   *u = unit_push(c, U_ROLLBACK);
+
+				if (!PQsendQueryParams(c->conn, "ROLLBACK", 0, NULL, NULL, NULL, NULL, 0))
+					db_fail(c, PQerrorMessage(c->conn));
+				else
+					unit_sent(c, u);
+			}
 			continue;
 		}
 		if (!c->setup_done)
 		{
 			/* after a failed setup, wait for the retry timer */
-			if (!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+			if (c->nunits == 0 && !event_pending(db.reload_ev, EV_TIMEOUT, NULL))
 				send_setup_or_sources(c);
 			continue;
 		}
-		if (db.want_sources && !event_pending(db.reload_ev, EV_TIMEOUT, NULL))
-		{
+		if (db.want_sources && c->nunits < UNITS_MAX &&
+			!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
 			send_setup_or_sources(c);
-			continue;
-		}
-		if (batch_due())
+	}
+	while (batch_due())
+	{
+		dbconn	   *best = NULL;
+
+		for (int k = 0; k < db.nconns; k++)
 		{
-			db.next_conn = (int) (c - db.conns + 1) % db.nconns;
-			send_batch(c);
+			dbconn	   *c = &db.conns[(db.next_conn + k) % db.nconns];
+
+			if (has_slot(c) && (best == NULL || c->nbatches < best->nbatches))
+				best = c;
 		}
+		if (best == NULL)
+			break;
+		db.next_conn = (int) (best - db.conns + 1) % db.nconns;
+		send_batch(best);
 	}
 	if (db.nwaiting > 0 && !batch_due() &&
 		!event_pending(db.delay_ev, EV_TIMEOUT, NULL))
 		add_ms(db.delay_ev, db.cfg->batch_delay_ms);
 }
 
-/* Record one result of the unit in flight on c. */
+/*
+ * Record one result of c's oldest unit.  An error at the sync itself (a
+ * failed commit) comes as an error result before the sync, so it fails the
+ * unit like any other.
+ */
 static void
 handle_result(dbconn *c, PGresult *res)
 {
 	ExecStatusType st = PQresultStatus(res);
+	dbunit	   *u = oldest(c);
 
 	if (st == PGRES_PIPELINE_ABORTED)
 	{
-		c->failed = 1;
+		u->failed = 1;
 		return;
 	}
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 	{
-		c->failed = 1;
-		log_result_error(c->inflight == U_BATCH ? "batch" :
-						 c->inflight == U_ROLLBACK ? "rollback" : "loading sources", res);
+		u->failed = 1;
+		log_result_error(u->kind == U_BATCH ? "batch" :
+						 u->kind == U_ROLLBACK ? "rollback" : "loading sources", res);
 		return;
 	}
-	if (c->inflight == U_BATCH)
+	if (u->kind == U_BATCH)
 	{
-		/* BEGIN, then intake_batch()'s rows, then COMMIT */
-		if (st == PGRES_TUPLES_OK)
+		/* intake_batch()'s rows, one result only */
+		if (st != PGRES_TUPLES_OK || u->noutcomes != 0 || take_outcomes(u, res) < 0)
 		{
-			if (take_outcomes(c, res) < 0)
-			{
-				c->failed = 1;
-				rcv_log(RCV_LOG_WARNING, "batch failed: unexpected result shape");
-			}
+			u->failed = 1;
+			rcv_log(RCV_LOG_WARNING, "batch failed: unexpected result shape");
 		}
-		else if (strcmp(PQcmdStatus(res), "COMMIT") == 0)
-			c->commit_ok = 1;
 	}
-	else if ((c->inflight == U_SETUP || c->inflight == U_SOURCES) &&
-			 st == PGRES_TUPLES_OK && !c->failed &&
+	else if ((u->kind == U_SETUP || u->kind == U_SOURCES) &&
+			 st == PGRES_TUPLES_OK && !u->failed &&
 			 PQnfields(res) > 1)	/* not the synchronous_commit guard */
 	{
 		rcv_sources *s = rcv_sources_from_result(res);
 
 		if (s == NULL)
 		{
-			c->failed = 1;
+			u->failed = 1;
 			rcv_log(RCV_LOG_WARNING, "loading sources failed: unexpected result shape");
 			return;
 		}
@@ -741,40 +826,48 @@ handle_result(dbconn *c, PGresult *res)
 	}
 }
 
-/* The sync of c's unit in flight arrived: the unit is over. */
+/*
+ * The sync of c's oldest unit arrived: the unit is over, and the next one,
+ * if any, gets its deadline.
+ */
 static void
 unit_done(dbconn *c)
 {
-	unit_kind	kind = c->inflight;
-	rcv_delivery *batch = c->batch;
+	dbunit		u = *oldest(c);
+	PGTransactionStatusType xs;
 	int			ok;
 
-	event_del(c->deadline_ev);
-	c->inflight = U_NONE;
-	switch (kind)
+	unit_pop(c);
+	if (c->nunits > 0)
+		add_ms(c->deadline_ev, db.cfg->commit_timeout_ms);
+	else
+		event_del(c->deadline_ev);
+	/*
+	 * Nothing sent opens a transaction block; should one be left, close it.
+	 * (With units behind this one, libpq says PQTRANS_ACTIVE.)
+	 */
+	xs = PQtransactionStatus(c->conn);
+	if (xs == PQTRANS_INTRANS || xs == PQTRANS_INERROR)
+		c->want_rollback = 1;
+	switch (u.kind)
 	{
 		case U_BATCH:
-			ok = !c->failed && c->commit_ok && c->noutcomes == c->batch_n;
-			rcv_metrics_batch(c->batch_n, ok, elapsed_since(&c->sent_at));
-			rcv_log(RCV_LOG_DEBUG, "batch of %d %s on connection %d", c->batch_n,
+			ok = !u.failed && u.noutcomes == u.batch_n && !c->want_rollback;
+			rcv_metrics_batch(u.batch_n, ok, elapsed_since(&u.sent_at));
+			rcv_log(RCV_LOG_DEBUG, "batch of %d %s on connection %d", u.batch_n,
 					ok ? "committed" : "failed", c->no);
-			c->batch = NULL;
-			c->batch_n = 0;
-			/* an error inside BEGIN leaves the session in a failed block */
-			if (!ok && PQtransactionStatus(c->conn) != PQTRANS_IDLE)
-				c->want_rollback = 1;
-			complete_all(batch, ok);
+			complete_all(u.batch, ok);
 			break;
 		case U_SETUP:
 		case U_SOURCES:
-			if (c->failed)
+			if (u.failed)
 			{
 				/* extension not installed yet, or a permission missing */
 				db.want_sources = 1;
 				if (!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
 					add_ms(db.reload_ev, RELOAD_RETRY_MS);
 			}
-			else if (kind == U_SETUP)
+			else if (u.kind == U_SETUP)
 			{
 				c->setup_done = 1;
 				update_db_up();
@@ -784,16 +877,14 @@ unit_done(dbconn *c)
 		case U_ROLLBACK:
 			c->want_rollback = 0;
 			break;
-		case U_NONE:
-			break;
 	}
 	check_drained();
 }
 
 /*
  * db_readable
- *		Input on connection arg: results of its unit in flight, NOTIFYs, or
- *		the server going away.
+ *		Input on connection arg: results of its units in flight, NOTIFYs,
+ *		or the server going away.
  */
 static void
 db_readable(evutil_socket_t fd, short what, void *arg)
@@ -809,7 +900,7 @@ db_readable(evutil_socket_t fd, short what, void *arg)
 		db_fail(c, PQerrorMessage(c->conn));
 		return;
 	}
-	while (c->conn && c->inflight != U_NONE && !PQisBusy(c->conn))
+	while (c->conn && c->nunits > 0 && !PQisBusy(c->conn))
 	{
 		PGresult   *res = PQgetResult(c->conn);
 

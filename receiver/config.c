@@ -70,6 +70,8 @@ static const setting settings[] = {
 	"milliseconds a batch waits to fill up (default 2)"},
 	{"db-connections", SET_LONG, OFF(db_connections), 1, 64, 0,
 	"database connections sharing the batches (default 2)"},
+	{"db-pipeline", SET_LONG, OFF(db_pipeline), 1, RCV_PIPELINE_MAX, 0,
+	"batches in flight on one database connection at most (default 2)"},
 	{"commit-timeout", SET_MS, OFF(commit_timeout_ms), 100, 600000, 1,
 	"milliseconds before a silent database is given up (default 10000)"},
 	{"retry-after", SET_LONG, OFF(retry_after), 0, 86400, 0,
@@ -98,6 +100,7 @@ set_defaults(rcv_config *cfg)
 	cfg->batch_delay_ms = 2;
 	cfg->commit_timeout_ms = 10000;
 	cfg->db_connections = 2;
+	cfg->db_pipeline = 2;
 	cfg->retry_after = 5;
 	cfg->log_level = RCV_LOG_INFO;
 }

@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <time.h>
 
+/* The most batches --db-pipeline lets one database connection carry at once. */
+#define RCV_PIPELINE_MAX 8
+
 typedef struct rcv_config
 {
 	char	   *db;				/* libpq connection string */
@@ -27,6 +30,7 @@ typedef struct rcv_config
 	long		batch_delay_ms;
 	long		commit_timeout_ms;
 	long		db_connections;
+	long		db_pipeline;	/* batches in flight per connection */
 	long		retry_after;	/* seconds, in 503 answers */
 	int			log_level;
 	long		test_now;		/* tests only: fixed clock for timestamps */

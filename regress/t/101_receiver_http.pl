@@ -91,6 +91,8 @@ my @bad = (
 	[ [ '--db', $db, '--read-timeout', '-1' ], qr/read-timeout/, 'negative read-timeout' ],
 	[ [ '--db', $db, '--max-connections', '0' ], qr/max-connections/, 'max-connections 0' ],
 	[ [ '--db', $db, '--batch-delay', 'soon' ], qr/batch-delay/, 'batch-delay soon' ],
+	[ [ '--db', $db, '--db-pipeline', '0' ], qr/db-pipeline/, 'db-pipeline 0' ],
+	[ [ '--db', $db, '--db-pipeline', '9' ], qr/db-pipeline/, 'db-pipeline 9, over the most' ],
 	[ [ '--db', $db, '--log-level', 'loud' ], qr/log-level/, 'log-level loud' ],
 	[ [ '--db', $db, '--tls-cert', "$tmp/none.pem" ], qr/tls-key/, 'tls-cert without tls-key' ],
 	[ [ '--db', $db, '--tls-cert', "$tmp/none.pem", '--tls-key', "$tmp/none.key" ],

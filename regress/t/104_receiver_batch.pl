@@ -4,9 +4,12 @@
 #	valid deliveries, one with a 4,000-byte id, one for a source disabled
 #	in the database since the receiver loaded it, and one whose body is not
 #	JSON: every valid delivery is answered 200 and stored, each bad one
-#	gets its own code, and the batch commits.  Then two receivers take the
-#	same ids in opposite orders for 20 s: no deadlock, no 503, every id
-#	stored once and answered new exactly once.
+#	gets its own code, and the batch commits.  Batches take their share of
+#	what waits, side by side on two connections or one behind the other on
+#	one connection's pipeline, where a batch that fails does not touch the
+#	one behind it.  Then two receivers take the same ids in opposite orders
+#	for 20 s: no deadlock, no 503, every id stored once and answered new
+#	exactly once.
 
 use strict;
 use warnings;
@@ -30,8 +33,10 @@ $node->safe_psql('postgres', qq{
 
 # ---- isolation inside one batch ----
 # A long batch delay makes every request below share the first one's batch
-# (on one database connection: with two, each would take its share).
-my $r = start_receiver($node, '--batch-delay', '2000', '--batch-size', '64', '--db-connections', '1');
+# (on one database connection with one batch in flight: with more slots,
+# each would take its share).
+my $r = start_receiver($node, '--batch-delay', '2000', '--batch-size', '64',
+	'--db-connections', '1', '--db-pipeline', '1');
 
 # Disable 'bd' without telling the receiver (no NOTIFY): it still takes the
 # delivery, and the database refuses it.
@@ -114,33 +119,86 @@ is(stop_receiver($r), 0, 'receiver exits 0');
 # 20 requests held by a long batch delay, two database connections: when the
 # delay ends, each connection takes half (the 20 clients wait for answers, so
 # no more company comes), and the two batches run side by side.
-my $rs = start_receiver($node, '--batch-delay', '1500', '--batch-size', '64', '--db-connections', '2');
+my $rs = start_receiver($node, '--batch-delay', '1500', '--batch-size', '64',
+	'--db-connections', '2', '--db-pipeline', '1');
 my $batches0 = metric($rs, 'webhook_receiver_batches_total{result="committed"}') // 0;
 my $sum0 = metric($rs, 'webhook_receiver_batch_size_sum') // 0;
-my @share_socks;
-for my $i (1 .. 20)
+
+# held_requests(receiver, prefix, n): n signed deliveries sent at once, each
+# on its own connection; returns { event id => status }.
+sub held_requests
 {
-	my $body = stripe_body("evt_share_$i");
-	my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rs->{port}, Proto => 'tcp')
-	  or die "connect: $!";
-	print $s raw_request('bs', sign('stripe', $ssec, $body), $body);
-	push @share_socks, $s;
+	my ($rcv, $prefix, $n) = @_;
+	my @socks;
+	for my $i (1 .. $n)
+	{
+		my $body = stripe_body("${prefix}_$i");
+		my $s = IO::Socket::INET->new(PeerAddr => '127.0.0.1', PeerPort => $rcv->{port}, Proto => 'tcp')
+		  or die "connect: $!";
+		print $s raw_request('bs', sign('stripe', $ssec, $body), $body);
+		push @socks, [ "${prefix}_$i", $s ];
+	}
+	my %status;
+	for my $pair (@socks)
+	{
+		local $/;
+		my $answer = readline($pair->[1]) // '';
+		my ($code) = $answer =~ m{^HTTP/1\.\d (\d+)};
+		$status{ $pair->[0] } = $code // 'none';
+	}
+	return \%status;
 }
-my %share_status;
-for my $s (@share_socks)
+
+sub tally
 {
-	local $/;
-	my $answer = <$s> // '';
-	my ($status) = $answer =~ m{^HTTP/1\.\d (\d+)};
-	$share_status{ $status // 'none' }++;
+	my ($status) = @_;
+	my %n;
+	$n{$_}++ for values %$status;
+	return \%n;
 }
-is_deeply(\%share_status, { 200 => 20 }, 'all 20 answered 200');
+
+is_deeply(tally(held_requests($rs, 'evt_share', 20)), { 200 => 20 }, 'all 20 answered 200');
 is((metric($rs, 'webhook_receiver_batches_total{result="committed"}') // 0) - $batches0,
 	2, 'in two batches');
 is((metric($rs, 'webhook_receiver_batch_size_sum') // 0) - $sum0, 20, 'of 20 deliveries together');
 is(metric($rs, 'webhook_receiver_batch_size_bucket{le="8"}'), 0, 'neither of 8 deliveries or fewer');
 is(metric($rs, 'webhook_receiver_batch_size_bucket{le="16"}'), 2, 'both of 9 to 16: half each');
 is(stop_receiver($rs), 0, 'receiver exits 0');
+
+# ---- one connection's pipeline: a failed batch leaves the next alone ----
+# Two slots on one connection (the default --db-pipeline 2): 20 held
+# requests go as two batches of 10, the second sent behind the first.  A
+# trigger makes the batch holding evt_pipe_1 fail: its deliveries are
+# answered 503 and stored nothing; the batch behind it commits, 200.
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION public.refuse_pipe_1() RETURNS trigger LANGUAGE plpgsql AS $$
+	BEGIN
+		IF NEW.event_id = 'evt_pipe_1' THEN
+			RAISE EXCEPTION 'test: evt_pipe_1 fails its batch';
+		END IF;
+		RETURN NEW;
+	END $$;
+	CREATE TRIGGER refuse_pipe_1 BEFORE INSERT ON webhook_inbox.inbox
+		FOR EACH ROW EXECUTE FUNCTION public.refuse_pipe_1();
+});
+my $rp = start_receiver($node, '--batch-delay', '1500', '--batch-size', '64', '--db-connections', '1');
+my $pipe = held_requests($rp, 'evt_pipe', 20);
+is($pipe->{evt_pipe_1}, 503, 'the delivery that fails its batch is answered 503');
+is_deeply(tally($pipe), { 200 => 10, 503 => 10 }, 'its batch of 10 is 503, the batch behind it 200');
+is(metric($rp, 'webhook_receiver_batches_total{result="failed"}'), 1, 'one batch failed');
+is(metric($rp, 'webhook_receiver_batches_total{result="committed"}'), 1, 'the other committed');
+my @ok = sort grep { $pipe->{$_} == 200 } keys %$pipe;
+is($node->safe_psql('postgres', q{
+	SELECT string_agg(event_id, ',' ORDER BY event_id COLLATE "C") FROM webhook_inbox.inbox
+	 WHERE event_id LIKE 'evt\_pipe\_%'}),
+	join(',', @ok), 'exactly the deliveries answered 200 are stored');
+is(stop_receiver($rp), 0, 'receiver exits 0');
+unlike($rp->{log}, qr/no transaction in progress|current transaction is aborted/,
+	'no batch inherits the failed one\'s transaction');
+$node->safe_psql('postgres', q{
+	DROP TRIGGER refuse_pipe_1 ON webhook_inbox.inbox;
+	DROP FUNCTION public.refuse_pipe_1();
+});
 
 # ---- the same ids in opposite orders on two receivers, for 20 s ----
 my $r1 = start_receiver($node, '--db-connections', '1');
