@@ -57,6 +57,7 @@
 #include "utils/timestamp.h"
 
 #include "intake_ids.h"
+#include "json_fast.h"
 #include "route_eval.h"
 #include "webhook_inbox.h"
 
@@ -69,10 +70,7 @@ PG_FUNCTION_INFO_V1(wi_intake_delivery_rows);
 
 /* Limits on what a delivery may carry; each is named in its refusal. */
 #define MAX_ID_BYTES	255		/* event id, object id and type */
-#define MAX_JSON_DEPTH	512		/* nesting of arrays and objects */
 #define MAX_JSON_BYTES	(32 * 1024 * 1024)	/* larger bodies are kept raw */
-#define MAX_NUM_DIGITS	10000	/* digits of one JSON number */
-#define MAX_NUM_EXP		1000	/* magnitude of its exponent */
 
 /* The source row intake needs. */
 typedef struct SourceInfo
@@ -279,38 +277,6 @@ truncate_reason(const char *prefix, const char *msg)
 }
 
 /*
- * Whether the JSON number at s (len bytes available) fits numeric's input
- * limits; sets *end past it.  The lexer checks the syntax; this only bounds
- * the digits and the exponent, which numeric_in would raise about.
- */
-static bool
-number_in_range(const char *s, int len, int *end)
-{
-	int			i = 0;
-	int			digits = 0;
-	long		exp = 0;
-
-	if (i < len && s[i] == '-')
-		i++;
-	while (i < len && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'))
-		digits += s[i++] != '.';
-	if (i < len && (s[i] == 'e' || s[i] == 'E'))
-	{
-		i++;
-		if (i < len && (s[i] == '+' || s[i] == '-'))
-			i++;
-		while (i < len && s[i] >= '0' && s[i] <= '9')
-		{
-			if (exp <= MAX_NUM_EXP)
-				exp = exp * 10 + (s[i] - '0');
-			i++;
-		}
-	}
-	*end = i;
-	return digits <= MAX_NUM_DIGITS && exp <= MAX_NUM_EXP;
-}
-
-/*
  * The payload is built during the one parse that validates it: the parser's
  * semantic actions push each token into a JsonbParseState, the way jsonb_in
  * does, but nothing in them raises for the body's content.  A body the
@@ -423,7 +389,8 @@ build_scalar(void *state, char *token, JsonTokenType tokentype)
  * parse_json
  *		The payload of the text at data (len bytes, in the database
  *		encoding), or NULL with *why set to the quarantine reason, decided
- *		without raising.  A structural scan first bounds what the parser's
+ *		without raising.  Intake calls it for what wi_jsonb_fast() does not
+ *		take: errors, \u escapes, control characters, the limits below.  A structural scan first bounds what the parser's
  *		recursion and numeric_in would raise about (nesting, number sizes);
  *		then one pg_parse_json pass both validates the text (syntax and
  *		escape errors come back as codes) and builds the jsonb.
@@ -454,9 +421,9 @@ parse_json(char *data, int len, char **why)
 			in_string = true;
 		else if (c == '[' || c == '{')
 		{
-			if (++depth > MAX_JSON_DEPTH)
+			if (++depth > WI_JSON_MAX_DEPTH)
 			{
-				*why = psprintf("invalid_json: nested deeper than %d levels", MAX_JSON_DEPTH);
+				*why = psprintf("invalid_json: nested deeper than %d levels", WI_JSON_MAX_DEPTH);
 				return NULL;
 			}
 		}
@@ -466,10 +433,10 @@ parse_json(char *data, int len, char **why)
 		{
 			int			end;
 
-			if (!number_in_range(data + i, len - i, &end))
+			if (!wi_json_number_in_range(data + i, len - i, &end))
 			{
 				*why = psprintf("invalid_json: a number has more than %d digits or an exponent beyond %d",
-								MAX_NUM_DIGITS, MAX_NUM_EXP);
+								WI_JSON_MAX_NUM_DIGITS, WI_JSON_MAX_NUM_EXP);
 				return NULL;
 			}
 			i += end - 1;
@@ -535,8 +502,9 @@ read_ids(Row *r)
 	else if (enc != PG_UTF8 && enc != PG_SQL_ASCII &&
 			 !pg_is_ascii(pnstrdup(data, len)))
 		why = pstrdup("unconvertible: the database encoding is not UTF8");
-	if (why == NULL)
+	if (why == NULL && (r->payload = wi_jsonb_fast(data, len)) == NULL)
 	{
+		/* PostgreSQL's parser decides, and words why it refuses */
 		text = pnstrdup(data, len);
 		r->payload = parse_json(text, len, &why);
 	}

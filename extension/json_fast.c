@@ -1,0 +1,467 @@
+/*
+ * json_fast.c
+ *		A delivery's payload in one pass over its body: a JSON reader that
+ *		builds the JsonbValue tree directly, with each object's keys sorted
+ *		and deduplicated the way jsonb does it (by length, then bytes; the
+ *		last of equal keys wins), and hands it to JsonbValueToJsonb().
+ *
+ * It reads what webhook bodies are made of and gives up on anything else:
+ * an error of any kind, a \u escape, a control character in a string,
+ * nesting deeper than WI_JSON_MAX_DEPTH, a number beyond numeric's input
+ * limits.  Then it returns NULL and intake parses the body with
+ * PostgreSQL's own parser, which decides, and words the reason of a
+ * quarantine.  What it returns equals jsonb_in's value for the same text
+ * (regress/sql/24_payload_parse.sql compares the two).
+ *
+ * Strings without escapes point into the body (convertToJsonb copies
+ * them); a number goes to numeric_in, as in jsonb_in.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "json_fast.h"
+
+typedef struct Reader
+{
+	const char *p;
+	const char *end;
+	int			depth;
+} Reader;
+
+static bool read_value(Reader *r, JsonbValue *out);
+
+/*
+ * Whether the JSON number at s (len bytes available) fits numeric's input
+ * limits; sets *end past it.  This only bounds the digits and the
+ * exponent, which numeric_in would raise about; the syntax is the
+ * lexer's.
+ */
+bool
+wi_json_number_in_range(const char *s, int len, int *end)
+{
+	int			i = 0;
+	int			digits = 0;
+	long		exp = 0;
+
+	if (i < len && s[i] == '-')
+		i++;
+	while (i < len && ((s[i] >= '0' && s[i] <= '9') || s[i] == '.'))
+		digits += s[i++] != '.';
+	if (i < len && (s[i] == 'e' || s[i] == 'E'))
+	{
+		i++;
+		if (i < len && (s[i] == '+' || s[i] == '-'))
+			i++;
+		while (i < len && s[i] >= '0' && s[i] <= '9')
+		{
+			if (exp <= WI_JSON_MAX_NUM_EXP)
+				exp = exp * 10 + (s[i] - '0');
+			i++;
+		}
+	}
+	*end = i;
+	return digits <= WI_JSON_MAX_NUM_DIGITS && exp <= WI_JSON_MAX_NUM_EXP;
+}
+
+static inline void
+skip_ws(Reader *r)
+{
+	while (r->p < r->end &&
+		   (*r->p == ' ' || *r->p == '\n' || *r->p == '\r' || *r->p == '\t'))
+		r->p++;
+}
+
+/* After a number or a literal: the end, white space or punctuation. */
+static inline bool
+at_delimiter(const Reader *r)
+{
+	char		c;
+
+	if (r->p >= r->end)
+		return true;
+	c = *r->p;
+	return c == ' ' || c == '\n' || c == '\r' || c == '\t' ||
+		c == ',' || c == ']' || c == '}' || c == ':';
+}
+
+/* The string at r->p (its opening quote) into out. */
+static bool
+read_string(Reader *r, JsonbValue *out)
+{
+	const char *start = r->p + 1;
+	const char *q = start;
+	char	   *buf;
+	char	   *w;
+
+	while (q < r->end)
+	{
+		unsigned char c = (unsigned char) *q;
+
+		if (c == '"')
+		{
+			out->type = jbvString;
+			out->val.string.val = (char *) start;
+			out->val.string.len = (int) (q - start);
+			r->p = q + 1;
+			return true;
+		}
+		if (c == '\\')
+			break;
+		if (c < 0x20)
+			return false;
+		q++;
+	}
+	if (q >= r->end)
+		return false;
+
+	/* escapes: find the end, then copy with them decoded */
+	for (const char *e = q; e < r->end; e++)
+	{
+		unsigned char c = (unsigned char) *e;
+
+		if (c < 0x20)
+			return false;
+		if (c == '\\')
+		{
+			if (++e >= r->end)
+				return false;
+			switch (*e)
+			{
+				case '"':
+				case '\\':
+				case '/':
+				case 'b':
+				case 'f':
+				case 'n':
+				case 'r':
+				case 't':
+					break;
+				default:
+					/* \u (and anything else) is the parser's */
+					return false;
+			}
+			continue;
+		}
+		if (c != '"')
+			continue;
+
+		w = buf = palloc(e - start + 1);
+		memcpy(w, start, q - start);
+		w += q - start;
+		while (q < e)
+		{
+			if (*q != '\\')
+			{
+				*w++ = *q++;
+				continue;
+			}
+			q++;
+			switch (*q++)
+			{
+				case 'b':
+					*w++ = '\b';
+					break;
+				case 'f':
+					*w++ = '\f';
+					break;
+				case 'n':
+					*w++ = '\n';
+					break;
+				case 'r':
+					*w++ = '\r';
+					break;
+				case 't':
+					*w++ = '\t';
+					break;
+				default:
+					*w++ = q[-1];	/* " \ / */
+					break;
+			}
+		}
+		out->type = jbvString;
+		out->val.string.val = buf;
+		out->val.string.len = (int) (w - buf);
+		r->p = e + 1;
+		return true;
+	}
+	return false;
+}
+
+/* -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? at r->p, into a numeric. */
+static bool
+read_number(Reader *r, JsonbValue *out)
+{
+	const char *s = r->p;
+	const char *q = s;
+	int			end;
+	char		small[64];
+	char	   *text;
+
+	if (q < r->end && *q == '-')
+		q++;
+	if (q >= r->end)
+		return false;
+	if (*q == '0')
+		q++;
+	else if (*q >= '1' && *q <= '9')
+		while (q < r->end && *q >= '0' && *q <= '9')
+			q++;
+	else
+		return false;
+	if (q < r->end && *q == '.')
+	{
+		const char *f = ++q;
+
+		while (q < r->end && *q >= '0' && *q <= '9')
+			q++;
+		if (q == f)
+			return false;
+	}
+	if (q < r->end && (*q == 'e' || *q == 'E'))
+	{
+		const char *x;
+
+		q++;
+		if (q < r->end && (*q == '+' || *q == '-'))
+			q++;
+		x = q;
+		while (q < r->end && *q >= '0' && *q <= '9')
+			q++;
+		if (q == x)
+			return false;
+	}
+	r->p = q;
+	if (!at_delimiter(r) ||
+		!wi_json_number_in_range(s, (int) (q - s), &end))
+		return false;
+
+	text = q - s < (long) sizeof(small) ? small : palloc(q - s + 1);
+	memcpy(text, s, q - s);
+	text[q - s] = '\0';
+	out->type = jbvNumeric;
+	out->val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+														   CStringGetDatum(text),
+														   ObjectIdGetDatum(InvalidOid),
+														   Int32GetDatum(-1)));
+	return true;
+}
+
+static bool
+read_literal(Reader *r, const char *word, int n)
+{
+	if (r->end - r->p < n || memcmp(r->p, word, n) != 0)
+		return false;
+	r->p += n;
+	return at_delimiter(r);
+}
+
+/* jsonb's key order: shorter first, then by bytes; equal keys latest first */
+static inline int
+pair_cmp(const JsonbPair *a, const JsonbPair *b)
+{
+	int			res;
+
+	if (a->key.val.string.len != b->key.val.string.len)
+		return a->key.val.string.len > b->key.val.string.len ? 1 : -1;
+	res = memcmp(a->key.val.string.val, b->key.val.string.val, a->key.val.string.len);
+	if (res != 0)
+		return res;
+	return a->order > b->order ? -1 : 1;
+}
+
+/* sort_pairs(): PostgreSQL's quicksort with pair_cmp inlined */
+#define ST_SORT sort_pairs
+#define ST_ELEMENT_TYPE JsonbPair
+#define ST_COMPARE(a, b) pair_cmp(a, b)
+#define ST_SCOPE static
+#define ST_DEFINE
+#include "lib/sort_template.h"
+
+/* Sort an object's pairs and keep the last of equal keys, as jsonb does. */
+static int
+order_pairs(JsonbPair *pairs, int n)
+{
+	int			kept = 0;
+
+	sort_pairs(pairs, n);
+	for (int i = 0; i < n; i++)
+	{
+		if (kept > 0 &&
+			pairs[kept - 1].key.val.string.len == pairs[i].key.val.string.len &&
+			memcmp(pairs[kept - 1].key.val.string.val, pairs[i].key.val.string.val,
+				   pairs[i].key.val.string.len) == 0)
+			continue;
+		if (kept != i)
+			pairs[kept] = pairs[i];
+		kept++;
+	}
+	return kept;
+}
+
+/*
+ * After an item of a container closed by close: 1 when a comma leads to
+ * the next item (white space after it skipped), 0 at the close, -1 for
+ * anything else.
+ */
+static int
+next_item(Reader *r, char close)
+{
+	skip_ws(r);
+	if (r->p >= r->end)
+		return -1;
+	if (*r->p == close)
+	{
+		r->p++;
+		return 0;
+	}
+	if (*r->p != ',')
+		return -1;
+	r->p++;
+	skip_ws(r);
+	return 1;
+}
+
+static bool
+read_object(Reader *r, JsonbValue *out)
+{
+	int			n = 0;
+	int			cap = 8;
+	int			more;
+	JsonbPair  *pairs;
+
+	r->p++;
+	skip_ws(r);
+	pairs = palloc(sizeof(JsonbPair) * cap);
+	if (r->p < r->end && *r->p == '}')
+		r->p++;
+	else
+		for (;;)
+		{
+			if (r->p >= r->end || *r->p != '"')
+				return false;
+			if (n == cap)
+			{
+				cap *= 2;
+				pairs = repalloc(pairs, sizeof(JsonbPair) * cap);
+			}
+			if (!read_string(r, &pairs[n].key))
+				return false;
+			pairs[n].order = n;
+			skip_ws(r);
+			if (r->p >= r->end || *r->p != ':')
+				return false;
+			r->p++;
+			skip_ws(r);
+			if (!read_value(r, &pairs[n].value))
+				return false;
+			n++;
+			if ((more = next_item(r, '}')) <= 0)
+			{
+				if (more < 0)
+					return false;
+				break;
+			}
+		}
+	out->type = jbvObject;
+	out->val.object.nPairs = order_pairs(pairs, n);
+	out->val.object.pairs = pairs;
+	return true;
+}
+
+static bool
+read_array(Reader *r, JsonbValue *out)
+{
+	int			n = 0;
+	int			cap = 8;
+	int			more;
+	JsonbValue *elems;
+
+	r->p++;
+	skip_ws(r);
+	elems = palloc(sizeof(JsonbValue) * cap);
+	if (r->p < r->end && *r->p == ']')
+		r->p++;
+	else
+		for (;;)
+		{
+			if (n == cap)
+			{
+				cap *= 2;
+				elems = repalloc(elems, sizeof(JsonbValue) * cap);
+			}
+			if (!read_value(r, &elems[n]))
+				return false;
+			n++;
+			if ((more = next_item(r, ']')) <= 0)
+			{
+				if (more < 0)
+					return false;
+				break;
+			}
+		}
+	out->type = jbvArray;
+	out->val.array.nElems = n;
+	out->val.array.elems = elems;
+	out->val.array.rawScalar = false;
+	return true;
+}
+
+/* The value at r->p (white space before it already skipped). */
+static bool
+read_value(Reader *r, JsonbValue *out)
+{
+	bool		ok;
+
+	if (r->p >= r->end)
+		return false;
+	switch (*r->p)
+	{
+		case '{':
+		case '[':
+			if (++r->depth > WI_JSON_MAX_DEPTH)
+				return false;
+			ok = *r->p == '{' ? read_object(r, out) : read_array(r, out);
+			r->depth--;
+			return ok;
+		case '"':
+			return read_string(r, out);
+		case 't':
+			out->type = jbvBool;
+			out->val.boolean = true;
+			return read_literal(r, "true", 4);
+		case 'f':
+			out->type = jbvBool;
+			out->val.boolean = false;
+			return read_literal(r, "false", 5);
+		case 'n':
+			out->type = jbvNull;
+			return read_literal(r, "null", 4);
+		default:
+			return read_number(r, out);
+	}
+}
+
+/*
+ * wi_jsonb_fast
+ *		The jsonb of the JSON text at data (len bytes), or NULL when this
+ *		reader does not take it (see the file header); never raises for the
+ *		text's content.
+ */
+Jsonb *
+wi_jsonb_fast(const char *data, int len)
+{
+	Reader		r = {data, data + len, 0};
+	JsonbValue	v;
+
+	skip_ws(&r);
+	if (!read_value(&r, &v))
+		return NULL;
+	skip_ws(&r);
+	if (r.p != r.end)
+		return NULL;
+	return JsonbValueToJsonb(&v);
+}
