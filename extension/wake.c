@@ -45,6 +45,7 @@ wi_shmem_startup(void)
 		SpinLockInit(&wi_shared->mutex);
 		wi_shared->worker_latch = NULL;
 		wi_shared->worker_pid = 0;
+		wi_shared->worker_wakeable = false;
 		wi_shared->wakeups = 0;
 	}
 	LWLockRelease(AddinShmemInitLock);
@@ -72,6 +73,21 @@ wi_set_worker_latch(Latch *latch)
 	SpinLockRelease(&wi_shared->mutex);
 }
 
+/*
+ * Whether commits wake the worker: not while it is disabled, when a wakeup
+ * would only cost both sides a signal and a context switch (a reload that
+ * enables it wakes it by SIGHUP).
+ */
+void
+wi_set_worker_wakeable(bool wakeable)
+{
+	if (wi_shared == NULL)
+		return;
+	SpinLockAcquire(&wi_shared->mutex);
+	wi_shared->worker_wakeable = wakeable;
+	SpinLockRelease(&wi_shared->mutex);
+}
+
 static void
 wi_xact_callback(XactEvent event, void *arg)
 {
@@ -84,7 +100,7 @@ wi_xact_callback(XactEvent event, void *arg)
 				Latch	   *latch;
 
 				SpinLockAcquire(&wi_shared->mutex);
-				latch = wi_shared->worker_latch;
+				latch = wi_shared->worker_wakeable ? wi_shared->worker_latch : NULL;
 				wi_shared->wakeups++;
 				SpinLockRelease(&wi_shared->mutex);
 				if (latch)

@@ -59,6 +59,7 @@ typedef struct WiShared
 	slock_t		mutex;
 	Latch	   *worker_latch;	/* NULL while no worker is waiting */
 	pid_t		worker_pid;
+	bool		worker_wakeable;	/* false while webhook_inbox.enabled is off */
 	uint64		wakeups;		/* commits that asked for a wakeup */
 } WiShared;
 
@@ -67,6 +68,7 @@ extern WiShared *wi_shared;
 extern void wi_shmem_init(void);
 extern void wi_wake_worker_at_commit(void);
 extern void wi_set_worker_latch(Latch *latch);
+extern void wi_set_worker_wakeable(bool wakeable);
 
 /* The background worker and its counters (worker.c, stats.c) */
 extern void wi_worker_init(void);

@@ -118,6 +118,7 @@ wi_worker_main(Datum main_arg)
 									  ALLOCSET_DEFAULT_SIZES);
 	ereport(LOG, (errmsg("webhook_inbox worker started in database \"%s\"", wi_database)));
 
+	wi_set_worker_wakeable(wi_enabled);
 	while (!got_sigterm)
 	{
 		bool		more = false;
@@ -127,6 +128,7 @@ wi_worker_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			wi_set_worker_wakeable(wi_enabled);
 		}
 		MemoryContextReset(round_cxt);
 		MemoryContextSwitchTo(round_cxt);

@@ -542,10 +542,10 @@ encode_batch(rcv_delivery *list, int n)
  * the batches in flight and whatever the open client connections may still
  * send (each has at most one request in flight); the slots are the usable
  * connections times --db-pipeline.  Taking more than a share would leave a
- * server process idle: 64 clients on two connections in one batch of 64
- * leave one process idle, and two batches of 32 leave each idle while its
- * answers travel and the next 32 requests come in; four batches of 16 keep
- * a second batch queued behind each one that executes.
+ * server process idle: 64 clients in one batch of 64 leave the process idle
+ * while its answers travel and the next 64 requests come in; two batches
+ * of 32 on one connection keep the second queued behind the one that
+ * executes (four of 16 on two connections, one behind each).
  */
 static int
 batch_share(void)

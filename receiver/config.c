@@ -69,7 +69,7 @@ static const setting settings[] = {
 	{"batch-delay", SET_MS, OFF(batch_delay_ms), 0, 10000, 1,
 	"milliseconds a batch waits to fill up (default 2)"},
 	{"db-connections", SET_LONG, OFF(db_connections), 1, 64, 0,
-	"database connections sharing the batches (default 2)"},
+	"database connections sharing the batches (default 1)"},
 	{"db-pipeline", SET_LONG, OFF(db_pipeline), 1, RCV_PIPELINE_MAX, 0,
 	"batches in flight on one database connection at most (default 2)"},
 	{"commit-timeout", SET_MS, OFF(commit_timeout_ms), 100, 600000, 1,
@@ -99,7 +99,7 @@ set_defaults(rcv_config *cfg)
 	cfg->batch_size = 64;
 	cfg->batch_delay_ms = 2;
 	cfg->commit_timeout_ms = 10000;
-	cfg->db_connections = 2;
+	cfg->db_connections = 1;
 	cfg->db_pipeline = 2;
 	cfg->retry_after = 5;
 	cfg->log_level = RCV_LOG_INFO;

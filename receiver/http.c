@@ -428,14 +428,23 @@ is_private_header(const char *name)
 static void
 new_delivery_id(char out[37])
 {
+	/* random bytes drawn 256 ids at a time: one RAND_bytes() call, not one per delivery */
+	static unsigned char pool[16 * 256];
+	static size_t used = sizeof(pool);
 	unsigned char b[16];
 
-	if (RAND_bytes(b, sizeof(b)) != 1)
+	if (used == sizeof(pool))
 	{
-		/* not security relevant: an id, not a secret */
-		for (size_t i = 0; i < sizeof(b); i++)
-			b[i] = (unsigned char) random();
+		if (RAND_bytes(pool, sizeof(pool)) != 1)
+		{
+			/* not security relevant: an id, not a secret */
+			for (size_t i = 0; i < sizeof(pool); i++)
+				pool[i] = (unsigned char) random();
+		}
+		used = 0;
 	}
+	memcpy(b, pool + used, sizeof(b));
+	used += sizeof(b);
 	b[6] = (unsigned char) ((b[6] & 0x0f) | 0x40);
 	b[8] = (unsigned char) ((b[8] & 0x3f) | 0x80);
 	/* by hand, not snprintf: this runs for every delivery */

@@ -177,10 +177,7 @@ rcv_sources_free(rcv_sources *s)
 		rcv_verifier *v = &src->verifier;
 
 		for (int k = 0; k < v->nsecrets; k++)
-		{
-			OPENSSL_cleanse(v->secrets[k].key, v->secrets[k].len);
-			free(v->secrets[k].key);
-		}
+			rcv_secret_free(&v->secrets[k]);
 		free(v->secrets);
 		free(v->hmac_header);
 		free(v->hmac_prefix);

@@ -50,7 +50,7 @@ static void
 drop(rcv_verifier *v)
 {
 	for (int i = 0; i < v->nsecrets; i++)
-		free(v->secrets[i].key);
+		rcv_secret_free(&v->secrets[i]);
 	free(v->secrets);
 }
 

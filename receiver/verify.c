@@ -45,9 +45,40 @@ typedef struct candidates
 
 static EVP_MAC *hmac_impl;
 
+/* An HMAC-SHA256 context keyed with key (len bytes), or NULL. */
+static EVP_MAC_CTX *
+hmac_keyed(const unsigned char *key, size_t len)
+{
+	EVP_MAC_CTX *ctx;
+	OSSL_PARAM	params[2];
+	static const unsigned char empty_key[1] = {0};
+
+	if (hmac_impl == NULL)
+	{
+		hmac_impl = EVP_MAC_fetch(NULL, "HMAC", NULL);
+		if (hmac_impl == NULL)
+			return NULL;
+	}
+	ctx = EVP_MAC_CTX_new(hmac_impl);
+	if (ctx == NULL)
+		return NULL;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
+												 (char *) "SHA256", 0);
+	params[1] = OSSL_PARAM_construct_end();
+	/* OpenSSL refuses a NULL key; an empty key is legal HMAC, though */
+	if (!EVP_MAC_init(ctx, len ? key : empty_key, len, params))
+	{
+		EVP_MAC_CTX_free(ctx);
+		return NULL;
+	}
+	return ctx;
+}
+
 /*
  * hmac_sha256
- *		MAC of the concatenation of segs under key into out.
+ *		MAC of the concatenation of segs under key into out: a copy of the
+ *		secret's keyed context (keying is the costly part), or a context
+ *		keyed here if the secret has none.
  *
  * Returns 0 on success, -1 if OpenSSL fails (then nothing can match).
  */
@@ -55,26 +86,12 @@ static int
 hmac_sha256(const rcv_secret *key, const seg *segs, int nsegs,
 			unsigned char out[MAC_LEN])
 {
-	EVP_MAC_CTX *ctx = NULL;
-	OSSL_PARAM	params[2];
+	EVP_MAC_CTX *ctx;
 	size_t		outlen = 0;
 	int			rc = -1;
-	static const unsigned char empty_key[1] = {0};
 
-	if (hmac_impl == NULL)
-	{
-		hmac_impl = EVP_MAC_fetch(NULL, "HMAC", NULL);
-		if (hmac_impl == NULL)
-			goto err;
-	}
-	ctx = EVP_MAC_CTX_new(hmac_impl);
+	ctx = key->mac ? EVP_MAC_CTX_dup(key->mac) : hmac_keyed(key->key, key->len);
 	if (ctx == NULL)
-		goto err;
-	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST,
-												 (char *) "SHA256", 0);
-	params[1] = OSSL_PARAM_construct_end();
-	/* OpenSSL refuses a NULL key; an empty key is legal HMAC, though */
-	if (!EVP_MAC_init(ctx, key->len ? key->key : empty_key, key->len, params))
 		goto err;
 	for (int i = 0; i < nsegs; i++)
 		if (segs[i].n > 0 && !EVP_MAC_update(ctx, segs[i].p, segs[i].n))
@@ -652,6 +669,7 @@ secret_verbatim(const char *secret, rcv_secret *out)
 	if (out->key == NULL)
 		return -1;
 	memcpy(out->key, secret, out->len + 1);
+	out->mac = hmac_keyed(out->key, out->len);
 	return 0;
 }
 
@@ -673,7 +691,19 @@ secret_whsec(const char *secret, rcv_secret *out)
 		out->key = NULL;
 		return -1;
 	}
+	out->mac = hmac_keyed(out->key, out->len);
 	return 0;
+}
+
+void
+rcv_secret_free(rcv_secret *s)
+{
+	if (s->key)
+		OPENSSL_cleanse(s->key, s->len);
+	free(s->key);
+	EVP_MAC_CTX_free(s->mac);
+	s->key = NULL;
+	s->mac = NULL;
 }
 
 /*

@@ -25,6 +25,8 @@ typedef struct rcv_secret
 {
 	unsigned char *key;
 	size_t		len;
+	struct evp_mac_ctx_st *mac; /* HMAC-SHA256 keyed with it, copied for each
+								 * use; NULL if OpenSSL could not make one */
 } rcv_secret;
 
 typedef enum rcv_encoding
@@ -95,5 +97,8 @@ extern int	rcv_hex_decode(const char *s, size_t slen, unsigned char *out,
 						   size_t outmax, size_t *outlen);
 extern int	rcv_base64_decode(const char *s, size_t slen, unsigned char *out,
 							  size_t outmax, size_t *outlen);
+
+/* Wipe and free what a scheme's decode_secret() filled in. */
+extern void rcv_secret_free(rcv_secret *s);
 
 #endif							/* RCV_VERIFY_H */
