@@ -14,7 +14,9 @@
  * (regress/sql/24_payload_parse.sql compares the two).
  *
  * Strings without escapes point into the body (convertToJsonb copies
- * them); a number goes to numeric_in, as in jsonb_in.
+ * them); a number goes to numeric_in, as in jsonb_in, but for a short
+ * integer, whose numeric is built from an int64 (the same value to the
+ * byte: no fraction digits either way).
  */
 #include "postgres.h"
 
@@ -200,6 +202,7 @@ read_number(Reader *r, JsonbValue *out)
 	int			end;
 	char		small[64];
 	char	   *text;
+	bool		integer = true;
 
 	if (q < r->end && *q == '-')
 		q++;
@@ -216,6 +219,8 @@ read_number(Reader *r, JsonbValue *out)
 	{
 		const char *f = ++q;
 
+		integer = false;
+
 		while (q < r->end && *q >= '0' && *q <= '9')
 			q++;
 		if (q == f)
@@ -225,6 +230,7 @@ read_number(Reader *r, JsonbValue *out)
 	{
 		const char *x;
 
+		integer = false;
 		q++;
 		if (q < r->end && (*q == '+' || *q == '-'))
 			q++;
@@ -239,10 +245,21 @@ read_number(Reader *r, JsonbValue *out)
 		!wi_json_number_in_range(s, (int) (q - s), &end))
 		return false;
 
+	out->type = jbvNumeric;
+	if (integer && q - s <= 18 && !(q - s == 2 && s[0] == '-' && s[1] == '0'))
+	{
+		/* an integer of up to 18 characters: numeric_in's value, built from an int64 */
+		int64		v = 0;
+		bool		neg = *s == '-';
+
+		for (const char *d = s + neg; d < q; d++)
+			v = v * 10 + (*d - '0');
+		out->val.numeric = int64_to_numeric(neg ? -v : v);
+		return true;
+	}
 	text = q - s < (long) sizeof(small) ? small : palloc(q - s + 1);
 	memcpy(text, s, q - s);
 	text[q - s] = '\0';
-	out->type = jbvNumeric;
 	out->val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
 														   CStringGetDatum(text),
 														   ObjectIdGetDatum(InvalidOid),

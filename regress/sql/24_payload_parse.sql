@@ -29,7 +29,8 @@ INSERT INTO pp_bodies VALUES
 	(17, '{"id":"evt_pp17","type":"t","slash":"a\/b","sol":"\\\/"}'),
 	(18, '{"id":"evt_pp18","type":"t","deep":' || repeat('[', 400) || repeat(']', 400) || '}'),
 	(19, '{"id":"evt_pp19","type":"t","n":' || repeat('9', 5000) || '}'),
-	(20, '{"id":"evt_pp20","type":"t","ctl":"' || chr(127) || '"}');
+	(20, '{"id":"evt_pp20","type":"t","ctl":"' || chr(127) || '"}'),
+	(21, '{"id":"evt_pp21","type":"t","ints":[0,-0,7,-7,10,100,1000,10000,100000,123456789012345678,-123456789012345678,1234567890123456789,999999999999999999,-99999999999999999,9223372036854775807,-9223372036854775808,100000000000000000]}');
 
 -- generated: objects of random keys (some repeated), values of every kind,
 -- numbers in every notation, strings with and without escapes, and random
@@ -77,6 +78,19 @@ SELECT count(*) FILTER (WHERE webhook_inbox.intake('pp', '{}', convert_to(body, 
 SELECT count(*) AS compared,
 	   count(*) FILTER (WHERE i.payload IS NULL) AS unparsed,
 	   count(*) FILTER (WHERE i.payload::text IS DISTINCT FROM b.body::jsonb::text) AS different
+  FROM pp_bodies b
+  JOIN webhook_inbox.inbox i ON i.body_sha256 = sha256(convert_to(b.body, 'UTF8'))
+ WHERE i.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'pp');
+-- and to the byte: equal text is equal jsonb but for numbers (a zero's
+-- sign, say), so each number's binary form (its digits, weight, sign and
+-- scale) is compared too, in document order
+SELECT sum((SELECT count(*) FROM jsonb_path_query(i.payload, 'lax $.** ? (@.type() == "number")') v)) > 3000 AS many_numbers,
+	   count(*) FILTER (WHERE (SELECT array_agg(numeric_send(v::numeric))
+								 FROM jsonb_path_query(i.payload, 'lax $.** ? (@.type() == "number")') v)
+						  IS DISTINCT FROM
+						  (SELECT array_agg(numeric_send(v::numeric))
+							 FROM jsonb_path_query(b.body::jsonb, 'lax $.** ? (@.type() == "number")') v))
+		 AS other_numbers
   FROM pp_bodies b
   JOIN webhook_inbox.inbox i ON i.body_sha256 = sha256(convert_to(b.body, 'UTF8'))
  WHERE i.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'pp');
