@@ -1252,17 +1252,16 @@ write_deliveries(Row *rows, int *idx, int n)
 		elog(ERROR, "webhook_inbox: recording the deliveries failed: %s", SPI_result_code_string(rc));
 }
 
+/* The SHA-256 of body, with ctx (created once per batch, started anew here). */
 static bytea *
-sha256_of(bytea *body)
+sha256_of(pg_cryptohash_ctx *ctx, bytea *body)
 {
-	pg_cryptohash_ctx *ctx = pg_cryptohash_create(PG_SHA256);
 	bytea	   *out = palloc(VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 
 	if (ctx == NULL || pg_cryptohash_init(ctx) < 0 ||
 		pg_cryptohash_update(ctx, (uint8 *) VARDATA_ANY(body), VARSIZE_ANY_EXHDR(body)) < 0 ||
 		pg_cryptohash_final(ctx, (uint8 *) VARDATA(out), PG_SHA256_DIGEST_LENGTH) < 0)
 		elog(ERROR, "webhook_inbox: could not compute SHA-256");
-	pg_cryptohash_free(ctx);
 	SET_VARSIZE(out, VARHDRSZ + PG_SHA256_DIGEST_LENGTH);
 	return out;
 }
@@ -1281,6 +1280,7 @@ intake_rows(Row *rows, char **names, int n)
 	int			m = 0;
 	int			nreplay = 0;
 	int			w = 0;
+	pg_cryptohash_ctx *sha = pg_cryptohash_create(PG_SHA256);	/* one for the batch */
 
 	prepare_plans();
 	lookup_sources(rows, names, n);
@@ -1290,12 +1290,13 @@ intake_rows(Row *rows, char **names, int n)
 
 		if (r->outcome != NULL)
 			continue;
-		r->digest = sha256_of(r->body);
+		r->digest = sha256_of(sha, r->body);
 		r->delivery_id = header_get(r, "x-webhook-inbox-delivery");
 		wi_classified_clear(&r->found);
 		read_ids(r);
 		check_ids(r);
 	}
+	pg_cryptohash_free(sha);
 	classify(rows, n);
 
 	for (int i = 0; i < n; i++)
