@@ -117,9 +117,12 @@ CREATE TABLE @extschema@.inbox (
 	payload			jsonb,
 	raw_body		bytea,
 	body_sha256		bytea NOT NULL,
+	-- the lists of these checks are array literals, not IN lists: PostgreSQL
+	-- reads a check back and plans it for every INSERT statement, and one
+	-- array constant costs less to read than a list of constants to fold
 	status			text NOT NULL DEFAULT 'pending'
-		CONSTRAINT inbox_status_check CHECK (status IN ('pending', 'processing', 'done', 'retry',
-			'ignored', 'quarantined')),
+		CONSTRAINT inbox_status_check
+		CHECK (status = ANY ('{pending,processing,done,retry,ignored,quarantined}'::text[])),
 	reason			text,
 	attempts		integer NOT NULL DEFAULT 0 CONSTRAINT inbox_attempts_check CHECK (attempts >= 0),
 	next_attempt_at timestamptz NOT NULL DEFAULT now(),
@@ -130,7 +133,7 @@ CREATE TABLE @extschema@.inbox (
 	processed_at	timestamptz,
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	CONSTRAINT inbox_source_event_key UNIQUE (source_id, event_id),
-	CONSTRAINT inbox_claimable_check CHECK (status NOT IN ('pending', 'retry', 'processing')
+	CONSTRAINT inbox_claimable_check CHECK (status <> ALL ('{pending,retry,processing}'::text[])
 		OR (object_type IS NOT NULL AND object_id IS NOT NULL AND strategy IS NOT NULL))
 );
 CREATE INDEX inbox_claim_idx ON @extschema@.inbox (id)
@@ -154,7 +157,8 @@ CREATE TABLE @extschema@.deliveries (
 	body_sha256		bytea NOT NULL,
 	body_size		integer NOT NULL CONSTRAINT deliveries_size_check CHECK (body_size >= 0),
 	outcome			text NOT NULL
-		CONSTRAINT deliveries_outcome_check CHECK (outcome IN ('new', 'duplicate', 'quarantined'))
+		CONSTRAINT deliveries_outcome_check
+		CHECK (outcome = ANY ('{new,duplicate,quarantined}'::text[]))
 );
 CREATE INDEX deliveries_event_idx ON @extschema@.deliveries (source_id, event_id);
 -- prune() deletes by received_at, which follows insertion order: a BRIN

@@ -399,3 +399,20 @@ DELETE FROM @extschema@.routes
 -- time), so that adding a kind needs no DDL written here by hand.
 ALTER TABLE @extschema@.sources DROP CONSTRAINT sources_kind_check,
 	ADD CONSTRAINT sources_kind_check CHECK (kind IN (@SOURCE_KINDS@));
+
+-- The checks intake's inserts evaluate, with array literals for their lists
+-- (read back and planned for every statement: one constant is cheaper than
+-- a list to fold).  The same rules; NOT VALID and VALIDATE, so the tables
+-- are checked without a long exclusive lock.
+ALTER TABLE @extschema@.inbox DROP CONSTRAINT inbox_status_check,
+	ADD CONSTRAINT inbox_status_check
+	CHECK (status = ANY ('{pending,processing,done,retry,ignored,quarantined}'::text[])) NOT VALID;
+ALTER TABLE @extschema@.inbox VALIDATE CONSTRAINT inbox_status_check;
+ALTER TABLE @extschema@.inbox DROP CONSTRAINT inbox_claimable_check,
+	ADD CONSTRAINT inbox_claimable_check CHECK (status <> ALL ('{pending,retry,processing}'::text[])
+		OR (object_type IS NOT NULL AND object_id IS NOT NULL AND strategy IS NOT NULL)) NOT VALID;
+ALTER TABLE @extschema@.inbox VALIDATE CONSTRAINT inbox_claimable_check;
+ALTER TABLE @extschema@.deliveries DROP CONSTRAINT deliveries_outcome_check,
+	ADD CONSTRAINT deliveries_outcome_check
+	CHECK (outcome = ANY ('{new,duplicate,quarantined}'::text[])) NOT VALID;
+ALTER TABLE @extschema@.deliveries VALIDATE CONSTRAINT deliveries_outcome_check;
