@@ -276,15 +276,21 @@ read_literal(Reader *r, const char *word, int n)
 	return at_delimiter(r);
 }
 
-/* jsonb's key order: shorter first, then by bytes; equal keys latest first */
+/* jsonb's key order: shorter first, then by bytes */
+static inline int
+key_cmp(const JsonbPair *a, const JsonbPair *b)
+{
+	if (a->key.val.string.len != b->key.val.string.len)
+		return a->key.val.string.len > b->key.val.string.len ? 1 : -1;
+	return memcmp(a->key.val.string.val, b->key.val.string.val, a->key.val.string.len);
+}
+
+/* The order of an object's pairs: by key, equal keys latest first */
 static inline int
 pair_cmp(const JsonbPair *a, const JsonbPair *b)
 {
-	int			res;
+	int			res = key_cmp(a, b);
 
-	if (a->key.val.string.len != b->key.val.string.len)
-		return a->key.val.string.len > b->key.val.string.len ? 1 : -1;
-	res = memcmp(a->key.val.string.val, b->key.val.string.val, a->key.val.string.len);
 	if (res != 0)
 		return res;
 	return a->order > b->order ? -1 : 1;
@@ -307,10 +313,7 @@ order_pairs(JsonbPair *pairs, int n)
 	sort_pairs(pairs, n);
 	for (int i = 0; i < n; i++)
 	{
-		if (kept > 0 &&
-			pairs[kept - 1].key.val.string.len == pairs[i].key.val.string.len &&
-			memcmp(pairs[kept - 1].key.val.string.val, pairs[i].key.val.string.val,
-				   pairs[i].key.val.string.len) == 0)
+		if (kept > 0 && key_cmp(&pairs[kept - 1], &pairs[i]) == 0)
 			continue;
 		if (kept != i)
 			pairs[kept] = pairs[i];

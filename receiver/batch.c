@@ -687,8 +687,8 @@ take_outcomes(dbunit *u, const PGresult *res)
 /*
  * A batch is due when it is full, when its first delivery has waited
  * batch-delay, at shutdown, or, while another batch is in flight, when the
- * queue holds a connection's share: then the next connection's batch
- * executes beside it instead of after it.
+ * queue holds a pipeline slot's share (batch_share): then it executes
+ * beside that batch, or queued right behind it, instead of after a delay.
  */
 static int
 batch_due(void)

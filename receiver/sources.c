@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
-
 #include "log.h"
 
 /*
