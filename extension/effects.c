@@ -290,11 +290,16 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			Oid			otypes[1] = {INT8OID};
 			Datum		oargs[1] = {Int64GetDatum(jobs[i].id)};
 
-			/* run_effects() is a procedure with the caller's search_path: qualify */
+			/*
+			 * run_effects() is a procedure with the caller's search_path:
+			 * qualify.  Not read-only: that would read with the step's
+			 * snapshot, taken before the claim's, and miss an effect
+			 * requested in between, which the claim took.
+			 */
 			rc = SPI_execute_with_args("SELECT s.api_base FROM webhook_inbox.effects e "
 									   "JOIN webhook_inbox.sources s ON s.id OPERATOR(pg_catalog.=) e.source_id "
 									   "WHERE e.id OPERATOR(pg_catalog.=) $1",
-									   1, otypes, oargs, NULL, true, 1);
+									   1, otypes, oargs, NULL, false, 1);
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "webhook_inbox: reading an effect's source failed: %s", SPI_result_code_string(rc));
 			if (SPI_processed == 1)
