@@ -11,10 +11,14 @@
  * inbox row once per (source, event id).
  *
  * A batch is written set-based: one statement reads the route of each event
- * type of the batch (route_eval.c applies its paths to each payload), one
- * inserts every inbox row, one every audit row (and, for sources
- * whose scheme signs only the body, one records the body digests that
- * refuse replays).  Nothing in it may raise for one delivery's content,
+ * type of the batch (route_eval.c applies its paths to each payload), and
+ * for sources whose scheme signs only the body one records the digests that
+ * refuse replays.  The inbox and audit rows are written as COPY writes rows
+ * (bulk.c): each key is looked up once in the inbox's unique index, the new
+ * rows go to the heap together, then to the indexes.  Where a table needs a
+ * statement's machinery (a trigger, row security) or a key turns out to be
+ * taken meanwhile, one INSERT ... ON CONFLICT DO NOTHING writes the batch's
+ * inbox rows and one INSERT its audit rows instead.  Nothing in it may raise for one delivery's content,
  * since an error would fail its batch-mates too, so everything that depends
  * on the bytes is checked in C first without raising: UTF-8, JSON syntax,
  * nesting depth, number ranges, id lengths, the source being known and
@@ -56,6 +60,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
+#include "bulk.h"
 #include "intake_ids.h"
 #include "json_fast.h"
 #include "route_eval.h"
@@ -807,49 +812,79 @@ classify_rows(Row *rows, int *idx, int n)
 }
 
 /*
- * Run classify_rows() in a subtransaction; on an error, return false with
- * the error's message in *msg and the route fields of the rows undone.
+ * in_subxact
+ *		Run fn(arg) in a subtransaction.  Returns NULL when it returned, or,
+ *		when it raised, the error (the subtransaction rolled back).
  */
-static bool
-classify_guarded(Row *rows, int *idx, int n, char **msg)
+static ErrorData *
+in_subxact(void (*fn) (void *), void *arg)
 {
 	MemoryContext oldcontext = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
-	volatile bool ok = true;
+	ErrorData  *volatile edata = NULL;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcontext);
 	PG_TRY();
 	{
-		classify_rows(rows, idx, n);
+		fn(arg);
 		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
-
 		MemoryContextSwitchTo(oldcontext);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcontext);
 		CurrentResourceOwner = oldowner;
-		*msg = pstrdup(edata->message);
-		FreeErrorData(edata);
-		ok = false;
-		for (int k = 0; k < n; k++)
-		{
-			Row		   *r = &rows[idx[k]];
-
-			r->have_route = false;
-			r->strategy = NULL;
-			wi_classified_clear(&r->found);
-		}
 	}
 	PG_END_TRY();
-	return ok;
+	return edata;
+}
+
+/* The rows a guarded step works on, and what it returns. */
+typedef struct RowSet
+{
+	Row		   *rows;
+	int		   *idx;
+	int			n;
+	int			result;
+} RowSet;
+
+static void
+classify_step(void *arg)
+{
+	RowSet	   *set = arg;
+
+	classify_rows(set->rows, set->idx, set->n);
+}
+
+/*
+ * Run classify_rows() in a subtransaction; on an error, return false with
+ * the error's message in *msg and the route fields of the rows undone.
+ */
+static bool
+classify_guarded(Row *rows, int *idx, int n, char **msg)
+{
+	RowSet		set = {rows, idx, n, 0};
+	ErrorData  *edata = in_subxact(classify_step, &set);
+
+	if (edata == NULL)
+		return true;
+	*msg = pstrdup(edata->message);
+	FreeErrorData(edata);
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+
+		r->have_route = false;
+		r->strategy = NULL;
+		wi_classified_clear(&r->found);
+	}
+	return false;
 }
 
 /*
@@ -953,6 +988,13 @@ cmp_by_event(const void *a, const void *b)
 	if (c != 0)
 		return c;
 	return x->ord - y->ord;
+}
+
+/* Whether x and y carry the same key, (source id, event id). */
+static bool
+same_event(Row *x, Row *y)
+{
+	return x->src->id == y->src->id && strcmp(x->event_id, y->event_id) == 0;
 }
 
 static int
@@ -1114,6 +1156,73 @@ text_or_null(const char *s, bool *isnull)
 	return s ? CStringGetTextDatum(s) : (Datum) 0;
 }
 
+/* The columns of inbox_insert_sql, in its order, and their types. */
+static const WiBulkColumn inbox_cols[] = {
+	{"source_id", INT4OID}, {"event_id", TEXTOID}, {"correlation_id", TEXTOID},
+	{"event_type", TEXTOID}, {"object_type", TEXTOID}, {"object_id", TEXTOID},
+	{"strategy", TEXTOID}, {"route_id", INT4OID}, {"route_version", INT4OID},
+	{"provider_version", NUMERICOID}, {"provider_time", TIMESTAMPTZOID},
+	{"status_value", TEXTOID}, {"payload", JSONBOID}, {"raw_body", BYTEAOID},
+	{"body_sha256", BYTEAOID}, {"status", TEXTOID}, {"reason", TEXTOID}
+};
+#define INBOX_NCOLS lengthof(inbox_cols)
+
+/* The columns of delivery_insert_sql, in its order, and their types. */
+static const WiBulkColumn delivery_cols[] = {
+	{"source_id", INT4OID}, {"event_id", TEXTOID}, {"delivery_id", TEXTOID},
+	{"body_sha256", BYTEAOID}, {"body_size", INT4OID}, {"outcome", TEXTOID}
+};
+#define DELIVERY_NCOLS lengthof(delivery_cols)
+
+/* r's inbox row, in inbox_cols. */
+static void
+inbox_values(Row *r, Datum *v, bool *nulls)
+{
+	bool		quarantined = strcmp(r->status, "quarantined") == 0;
+
+	v[0] = Int32GetDatum(r->src->id);
+	nulls[0] = false;
+	v[1] = text_or_null(r->event_id, &nulls[1]);
+	v[2] = text_or_null(r->correlation_id, &nulls[2]);
+	v[3] = text_or_null(r->event_type, &nulls[3]);
+	v[4] = text_or_null(r->found.object_type, &nulls[4]);
+	v[5] = text_or_null(r->found.object_id, &nulls[5]);
+	v[6] = text_or_null(r->strategy, &nulls[6]);
+	v[7] = Int32GetDatum(r->route_id);
+	nulls[7] = !r->have_route;
+	v[8] = Int32GetDatum(r->route_version);
+	nulls[8] = !r->have_route;
+	v[9] = r->found.version;
+	nulls[9] = r->found.version_null;
+	v[10] = r->found.provider_time;
+	nulls[10] = r->found.time_null;
+	v[11] = text_or_null(r->found.status_value, &nulls[11]);
+	v[12] = JsonbPGetDatum(r->payload);
+	nulls[12] = r->payload == NULL;
+	/* the exact bytes are kept for every delivery set aside for a person */
+	v[13] = PointerGetDatum(r->body);
+	nulls[13] = !(r->payload == NULL || quarantined);
+	v[14] = PointerGetDatum(r->digest);
+	nulls[14] = false;
+	v[15] = text_or_null(r->status, &nulls[15]);
+	v[16] = text_or_null(r->reason, &nulls[16]);
+}
+
+/* r's audit row, in delivery_cols. */
+static void
+delivery_values(Row *r, Datum *v, bool *nulls)
+{
+	v[0] = Int32GetDatum(r->src->id);
+	nulls[0] = false;
+	v[1] = text_or_null(r->event_id, &nulls[1]);
+	v[2] = text_or_null(r->delivery_id, &nulls[2]);
+	v[3] = PointerGetDatum(r->digest);
+	nulls[3] = false;
+	v[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(r->body));
+	nulls[4] = false;
+	v[5] = text_or_null(r->outcome, &nulls[5]);
+}
+
 /*
  * _intake_inbox_rows(handle bigint) returns the inbox rows, in the columns
  * of inbox_insert_sql.
@@ -1126,37 +1235,10 @@ wi_intake_inbox_rows(PG_FUNCTION_ARGS)
 
 	for (int k = 0; k < batch_rows.n; k++)
 	{
-		Row		   *r = &batch_rows.rows[batch_rows.idx[k]];
-		bool		quarantined = strcmp(r->status, "quarantined") == 0;
-		Datum		v[17];
-		bool		nulls[17];
+		Datum		v[INBOX_NCOLS];
+		bool		nulls[INBOX_NCOLS];
 
-		v[0] = Int32GetDatum(r->src->id);
-		nulls[0] = false;
-		v[1] = text_or_null(r->event_id, &nulls[1]);
-		v[2] = text_or_null(r->correlation_id, &nulls[2]);
-		v[3] = text_or_null(r->event_type, &nulls[3]);
-		v[4] = text_or_null(r->found.object_type, &nulls[4]);
-		v[5] = text_or_null(r->found.object_id, &nulls[5]);
-		v[6] = text_or_null(r->strategy, &nulls[6]);
-		v[7] = Int32GetDatum(r->route_id);
-		nulls[7] = !r->have_route;
-		v[8] = Int32GetDatum(r->route_version);
-		nulls[8] = !r->have_route;
-		v[9] = r->found.version;
-		nulls[9] = r->found.version_null;
-		v[10] = r->found.provider_time;
-		nulls[10] = r->found.time_null;
-		v[11] = text_or_null(r->found.status_value, &nulls[11]);
-		v[12] = JsonbPGetDatum(r->payload);
-		nulls[12] = r->payload == NULL;
-		/* the exact bytes are kept for every delivery set aside for a person */
-		v[13] = PointerGetDatum(r->body);
-		nulls[13] = !(r->payload == NULL || quarantined);
-		v[14] = PointerGetDatum(r->digest);
-		nulls[14] = false;
-		v[15] = text_or_null(r->status, &nulls[15]);
-		v[16] = text_or_null(r->reason, &nulls[16]);
+		inbox_values(&batch_rows.rows[batch_rows.idx[k]], v, nulls);
 		tuplestore_putvalues(ts, desc, v, nulls);
 	}
 	return (Datum) 0;
@@ -1174,37 +1256,110 @@ wi_intake_delivery_rows(PG_FUNCTION_ARGS)
 
 	for (int k = 0; k < batch_rows.n; k++)
 	{
-		Row		   *r = &batch_rows.rows[batch_rows.idx[k]];
-		Datum		v[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		Datum		v[DELIVERY_NCOLS];
+		bool		nulls[DELIVERY_NCOLS];
 
-		v[0] = Int32GetDatum(r->src->id);
-		v[1] = text_or_null(r->event_id, &nulls[1]);
-		v[2] = text_or_null(r->delivery_id, &nulls[2]);
-		v[3] = PointerGetDatum(r->digest);
-		v[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(r->body));
-		v[5] = text_or_null(r->outcome, &nulls[5]);
+		delivery_values(&batch_rows.rows[batch_rows.idx[k]], v, nulls);
 		tuplestore_putvalues(ts, desc, v, nulls);
 	}
 	return (Datum) 0;
 }
 
+/* The outcome of a row the inbox took; returns whether it is pending. */
+static bool
+taken(Row *r)
+{
+	r->outcome = strcmp(r->status, "quarantined") == 0 ? "quarantined" : "new";
+	return strcmp(r->status, "pending") == 0;
+}
+
+/*
+ * inbox_direct_rows
+ *		Write the inbox rows idx[0..n-1] as COPY would (bulk.c): a row whose
+ *		key the inbox already shows, or an earlier row of the batch holds, is
+ *		a duplicate and is not written.  Returns -1 when the inbox needs the
+ *		statement (a trigger, say), else whether a new row is pending.
+ */
+static int
+inbox_direct_rows(Row *rows, int *idx, int n)
+{
+	WiBulk	   *b = wi_bulk_open("webhook_inbox", "inbox", inbox_cols, INBOX_NCOLS);
+	bool		wake = false;
+
+	if (b == NULL)
+		return -1;
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+		Datum		v[INBOX_NCOLS];
+		bool		nulls[INBOX_NCOLS];
+
+		/* sorted: equal keys are neighbours, and the first one is written */
+		if (k > 0 && same_event(&rows[idx[k - 1]], r))
+			continue;
+		inbox_values(r, v, nulls);
+		if (wi_bulk_key_exists(b, "inbox_source_event_key", v, 2))
+			continue;
+		wi_bulk_add(b, v, nulls);
+		wake |= taken(r);
+	}
+	wi_bulk_close(b);
+	return wake ? 1 : 0;
+}
+
+static void
+inbox_direct_step(void *arg)
+{
+	RowSet	   *set = arg;
+
+	set->result = inbox_direct_rows(set->rows, set->idx, set->n);
+}
+
+/*
+ * inbox_direct
+ *		inbox_direct_rows() in a subtransaction.  A key that another
+ *		transaction took after this one's snapshot makes the unique index
+ *		raise; then nothing of it is kept and the batch goes through the ON
+ *		CONFLICT statement, which waits for such keys and counts them as
+ *		duplicates.  Returns -1 for the statement, else whether to wake.
+ */
+static int
+inbox_direct(Row *rows, int *idx, int n)
+{
+	RowSet		set = {rows, idx, n, -1};
+	ErrorData  *edata = in_subxact(inbox_direct_step, &set);
+
+	if (edata == NULL)
+		return set.result;
+	if (edata->sqlerrcode != ERRCODE_UNIQUE_VIOLATION)
+		ReThrowError(edata);
+	FreeErrorData(edata);
+	for (int k = 0; k < n; k++)
+		rows[idx[k]].outcome = "duplicate";
+	return -1;
+}
+
 /*
  * write_inbox
- *		Insert the inbox rows idx[0..n-1] (sorted by source and event id) in
- *		one statement; the rows whose key was already taken are duplicates.
- *		Returns whether any new row is pending (the worker is to be woken).
+ *		Insert the inbox rows idx[0..n-1] (sorted by source and event id);
+ *		the rows whose key was already taken are duplicates.  Returns whether
+ *		any new row is pending (the worker is to be woken).
  */
 static bool
 write_inbox(Row *rows, int *idx, int n)
 {
 	int			rc;
+	int			direct;
 	bool		wake = false;
 
 	if (n == 0)
 		return false;
 	for (int k = 0; k < n; k++)
-		rows[idx[k]].outcome = "duplicate";	/* until the statement returns its key */
+		rows[idx[k]].outcome = "duplicate";	/* until the row is written */
+	direct = inbox_direct(rows, idx, n);
+	if (direct >= 0)
+		return direct == 1;
+
 	rc = batch_rows_run(inbox_plan, rows, idx, n);
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "webhook_inbox: inserting into the inbox failed: %s", SPI_result_code_string(rc));
@@ -1227,9 +1382,7 @@ write_inbox(Row *rows, int *idx, int n)
 
 			if (r->src->id == sid && strcmp(r->event_id, ev) == 0)
 			{
-				r->outcome = strcmp(r->status, "quarantined") == 0 ? "quarantined" : "new";
-				if (strcmp(r->status, "pending") == 0)
-					wake = true;
+				wake |= taken(r);
 				k++;
 				break;
 			}
@@ -1239,14 +1392,32 @@ write_inbox(Row *rows, int *idx, int n)
 	return wake;
 }
 
-/* The audit rows of every accepted delivery, duplicates included, at once. */
+/*
+ * The audit rows of every accepted delivery, duplicates included, at once:
+ * written directly, or by the statement where the table needs it.
+ */
 static void
 write_deliveries(Row *rows, int *idx, int n)
 {
+	WiBulk	   *b;
 	int			rc;
 
 	if (n == 0)
 		return;
+	b = wi_bulk_open("webhook_inbox", "deliveries", delivery_cols, DELIVERY_NCOLS);
+	if (b != NULL)
+	{
+		for (int k = 0; k < n; k++)
+		{
+			Datum		v[DELIVERY_NCOLS];
+			bool		nulls[DELIVERY_NCOLS];
+
+			delivery_values(&rows[idx[k]], v, nulls);
+			wi_bulk_add(b, v, nulls);
+		}
+		wi_bulk_close(b);
+		return;
+	}
 	rc = batch_rows_run(delivery_plan, rows, idx, n);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "webhook_inbox: recording the deliveries failed: %s", SPI_result_code_string(rc));

@@ -174,6 +174,44 @@ SELECT outcome, reason FROM webhook_inbox.intake_batch(
 SELECT event_id, payload IS NULL AS no_payload, raw_body IS NOT NULL AS raw_kept FROM webhook_inbox.inbox
  WHERE event_id LIKE 'parse-bad-%' ORDER BY event_id;
 
+-- inbox and deliveries are written as COPY writes rows (extension/bulk.c),
+-- with their defaults and constraints; a constraint a user added holds
+ALTER TABLE webhook_inbox.inbox ADD CONSTRAINT no_forbidden CHECK (event_id <> 'evt_forbidden');
+\set VERBOSITY terse
+SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe', 'bstripe'], '{}',
+	ARRAY[wb('{"id":"evt_t0","type":"refund.created","data":{"object":{"id":"re_t0"}}}'),
+		  wb('{"id":"evt_forbidden","type":"refund.created","data":{"object":{"id":"re_t9"}}}')]);
+\set VERBOSITY default
+ALTER TABLE webhook_inbox.inbox DROP CONSTRAINT no_forbidden;
+SELECT count(*) FROM webhook_inbox.inbox WHERE event_id IN ('evt_t0', 'evt_forbidden');
+-- a table with triggers is written by INSERT statements, which run them as
+-- INSERT does (a BEFORE trigger of the inbox also sees the rows that ON
+-- CONFLICT then skips); the outcomes are the same either way
+CREATE TABLE trig_seen (tbl text, event_id text, outcome text);
+CREATE FUNCTION trig_note() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.trig_seen VALUES (TG_TABLE_NAME, NEW.event_id, to_jsonb(NEW) ->> 'outcome');
+	RETURN NEW;
+END $$;
+CREATE FUNCTION trig_batch(n text) RETURNS TABLE (ord integer, outcome text) LANGUAGE sql AS $$
+	SELECT ord, outcome FROM webhook_inbox.intake_batch(ARRAY['bstripe', 'bstripe', 'bstripe', 'bstripe'], '{}',
+		ARRAY[wb('{"id":"evt_t' || n || '","type":"refund.created","data":{"object":{"id":"re_t1"}}}'),
+			  wb('{"id":"evt_b1","type":"customer.subscription.updated","data":{"object":{"id":"sub_b1"}}}'),
+			  wb('{"id":"evt_u' || n || '","type":"refund.created","data":{"object":{"id":"re_t2"}}}'),
+			  wb('{"id":"evt_t' || n || '","type":"refund.created","data":{"object":{"id":"re_t1"}}}')])
+$$;
+SELECT * FROM trig_batch('1');
+CREATE TRIGGER note_inbox BEFORE INSERT ON webhook_inbox.inbox FOR EACH ROW EXECUTE FUNCTION trig_note();
+CREATE TRIGGER note_deliveries AFTER INSERT ON webhook_inbox.deliveries FOR EACH ROW EXECUTE FUNCTION trig_note();
+SELECT * FROM trig_batch('2');
+SELECT * FROM trig_seen ORDER BY tbl DESC, event_id, outcome;
+DROP TRIGGER note_inbox ON webhook_inbox.inbox;
+DROP TRIGGER note_deliveries ON webhook_inbox.deliveries;
+SELECT event_id, status, count(*) FROM webhook_inbox.inbox
+ WHERE event_id IN ('evt_t1', 'evt_u1', 'evt_t2', 'evt_u2') GROUP BY 1, 2 ORDER BY 1;
+SELECT event_id, string_agg(outcome, ',' ORDER BY id) FROM webhook_inbox.deliveries
+ WHERE event_id IN ('evt_t1', 'evt_u1', 'evt_t2', 'evt_u2') GROUP BY 1 ORDER BY 1;
+
 -- inbox and deliveries refer to their source without a foreign key; the
 -- source cannot be deleted, renumbered or truncated away while they do
 \set VERBOSITY terse
