@@ -58,11 +58,13 @@
 #include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "bulk.h"
 #include "intake_ids.h"
 #include "json_fast.h"
+#include "route_cache.h"
 #include "route_eval.h"
 #include "webhook_inbox.h"
 
@@ -723,6 +725,9 @@ classify_rows(Row *rows, int *idx, int n)
 {
 	int		   *which = palloc(sizeof(int) * n);
 	Row		  **first = palloc(sizeof(Row *) * n);
+	int		   *miss = palloc(sizeof(int) * n);	/* distinct types not cached */
+	int			nmiss = 0;
+	bool		use_cache = !IsolationUsesXactSnapshot();
 	WiRoute    *routes;
 	bool	   *found;
 	int			ndistinct = 0;
@@ -744,53 +749,81 @@ classify_rows(Row *rows, int *idx, int n)
 			first[ndistinct++] = r;
 		which[k] = j;
 	}
-	arr_init(&ids, ndistinct);
-	arr_init(&kinds, ndistinct);
-	arr_init(&types, ndistinct);
-	for (int j = 0; j < ndistinct; j++)
-	{
-		arr_add(&ids, Int32GetDatum(first[j]->src->id), false);
-		arr_text(&kinds, first[j]->src->kind);
-		arr_text(&types, first[j]->event_type);
-	}
-	args[0] = arr_done(&ids, INT4OID);
-	args[1] = arr_done(&kinds, TEXTOID);
-	args[2] = arr_done(&types, TEXTOID);
-	rc = SPI_execute_plan(routes_plan, args, NULL, true, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "webhook_inbox: reading the routes failed: %s", SPI_result_code_string(rc));
-
 	routes = palloc0(sizeof(WiRoute) * ndistinct);
 	found = palloc0(sizeof(bool) * ndistinct);
-	for (uint64 t = 0; t < SPI_processed; t++)
+	for (int j = 0; j < ndistinct; j++)
+		if (!use_cache ||
+			!wi_route_cache_get(first[j]->src->id, first[j]->src->kind, first[j]->event_type,
+								&found[j], &routes[j]))
+			miss[nmiss++] = j;
+	if (nmiss > 0)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[t];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int64		ord = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		WiRoute    *rt;
-		char	   *class;
+		uint64		generation = 0;
 
-		if (ord < 1 || ord > ndistinct)
-			elog(ERROR, "webhook_inbox: the routes returned position " INT64_FORMAT, ord);
-		rt = &routes[ord - 1];
-		found[ord - 1] = true;
-		rt->id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-		rt->version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-		rt->strategy = SPI_getvalue(tup, desc, 4);
-		class = SPI_getvalue(tup, desc, 5);
-		rt->ignore = class == NULL || strcmp(class, "ignore") == 0;
-		rt->object_type = SPI_getvalue(tup, desc, 6);
-		for (int p = 0; p < WI_PATH_COUNT; p++)
+		arr_init(&ids, nmiss);
+		arr_init(&kinds, nmiss);
+		arr_init(&types, nmiss);
+		for (int m = 0; m < nmiss; m++)
 		{
-			Datum		d = SPI_getbinval(tup, desc, 7 + p, &isnull);
+			Row		   *f = first[miss[m]];
 
-			rt->has_path[p] = !isnull;
-			rt->path[p] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+			arr_add(&ids, Int32GetDatum(f->src->id), false);
+			arr_text(&kinds, f->src->kind);
+			arr_text(&types, f->event_type);
 		}
-		rt->tombstone = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+		args[0] = arr_done(&ids, INT4OID);
+		args[1] = arr_done(&kinds, TEXTOID);
+		args[2] = arr_done(&types, TEXTOID);
+		/* what is kept is read with a snapshot taken after the generation */
+		if (use_cache)
+		{
+			generation = wi_route_cache_generation();
+			PushActiveSnapshot(GetLatestSnapshot());
+		}
+		rc = SPI_execute_plan(routes_plan, args, NULL, true, 0);
+		if (use_cache)
+			PopActiveSnapshot();
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "webhook_inbox: reading the routes failed: %s", SPI_result_code_string(rc));
+
+		for (uint64 t = 0; t < SPI_processed; t++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[t];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			int64		ord = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			WiRoute    *rt;
+			char	   *class;
+
+			if (ord < 1 || ord > nmiss)
+				elog(ERROR, "webhook_inbox: the routes returned position " INT64_FORMAT, ord);
+			rt = &routes[miss[ord - 1]];
+			found[miss[ord - 1]] = true;
+			rt->id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+			rt->version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			rt->strategy = SPI_getvalue(tup, desc, 4);
+			class = SPI_getvalue(tup, desc, 5);
+			rt->ignore = class == NULL || strcmp(class, "ignore") == 0;
+			rt->object_type = SPI_getvalue(tup, desc, 6);
+			for (int p = 0; p < WI_PATH_COUNT; p++)
+			{
+				Datum		d = SPI_getbinval(tup, desc, 7 + p, &isnull);
+
+				rt->has_path[p] = !isnull;
+				rt->path[p] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+			}
+			rt->tombstone = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+		}
+		SPI_freetuptable(SPI_tuptable);
+		if (use_cache)
+			for (int m = 0; m < nmiss; m++)
+			{
+				Row		   *f = first[miss[m]];
+
+				wi_route_cache_put(generation, f->src->id, f->src->kind, f->event_type,
+								   found[miss[m]], &routes[miss[m]]);
+			}
 	}
-	SPI_freetuptable(SPI_tuptable);
 
 	for (int k = 0; k < n; k++)
 	{

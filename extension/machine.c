@@ -215,13 +215,19 @@ wi_transition_allowed(PG_FUNCTION_ARGS)
 Datum
 wi_machines_changed(PG_FUNCTION_ARGS)
 {
+	wi_invalidate_trigger_table(fcinfo, "_machines_changed");
+	machines_invalidate();
+	return PointerGetDatum(NULL);
+}
+
+void
+wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name)
+{
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("_machines_changed() must be called as a trigger")));
+				 errmsg("%s() must be called as a trigger", name)));
 	CacheInvalidateRelcache(trigdata->tg_relation);
-	machines_invalidate();
-	return PointerGetDatum(NULL);
 }

@@ -11,6 +11,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 
+#include "route_cache.h"
 #include "webhook_inbox.h"
 
 PG_MODULE_MAGIC;
@@ -46,6 +47,7 @@ _PG_init(void)
 {
 	wi_guc_init(process_shared_preload_libraries_in_progress);
 	wi_machine_init();
+	wi_route_cache_init();
 
 	if (!process_shared_preload_libraries_in_progress)
 		return;

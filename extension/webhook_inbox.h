@@ -13,6 +13,7 @@
 #include "storage/spin.h"
 
 #include "executor/spi.h"
+#include "fmgr.h"
 
 /*
  * Prepare a statement once per backend and keep it (webhook_inbox.c).  Raises
@@ -48,6 +49,14 @@ extern char *wi_effects_fault;
 
 extern void wi_guc_init(bool preloading);
 extern void wi_machine_init(void);
+
+/*
+ * The body of a statement trigger that empties a per-backend cache of its
+ * table: a relcache invalidation of the table, which every backend takes in
+ * after the writer's commit (name is the trigger function's, for the error
+ * when it is called otherwise).
+ */
+extern void wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name);
 
 /*
  * Shared state (wake.c): where the background worker waits, so that a

@@ -96,6 +96,15 @@ COMMENT ON COLUMN @extschema@.routes.occurrence_kind IS
 COMMENT ON COLUMN @extschema@.routes.version IS
 	'Bumped on every change of the route, recorded on each event it decided, so replays after a mapping change are visible.';
 
+-- intake keeps the routes it read in each backend (extension/route_cache.c)
+CREATE FUNCTION @extschema@._routes_changed() RETURNS trigger
+AS 'MODULE_PATHNAME', 'wi_routes_changed'
+LANGUAGE C;
+COMMENT ON FUNCTION @extschema@._routes_changed() IS
+	'Empties every backend''s cache of the routes intake read, at the commit of a change of routes.';
+CREATE TRIGGER routes_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON @extschema@.routes FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._routes_changed();
+
 ---------------------------------------------------------------------------
 -- Inbox and deliveries
 ---------------------------------------------------------------------------

@@ -416,3 +416,12 @@ ALTER TABLE @extschema@.deliveries DROP CONSTRAINT deliveries_outcome_check,
 	ADD CONSTRAINT deliveries_outcome_check
 	CHECK (outcome = ANY ('{new,duplicate,quarantined}'::text[])) NOT VALID;
 ALTER TABLE @extschema@.deliveries VALIDATE CONSTRAINT deliveries_outcome_check;
+
+-- Intake keeps the routes it read in each backend; a change of routes
+-- empties every backend's cache at its commit.  The function is created
+-- here because the trigger needs it (the fragments re-create it after).
+CREATE FUNCTION @extschema@._routes_changed() RETURNS trigger
+AS 'MODULE_PATHNAME', 'wi_routes_changed'
+LANGUAGE C;
+CREATE TRIGGER routes_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
+	ON @extschema@.routes FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._routes_changed();
