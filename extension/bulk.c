@@ -40,7 +40,9 @@
 #include "parser/parse_relation.h"
 #include "rewrite/rewriteHandler.h"
 #include "storage/lmgr.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
@@ -57,10 +59,7 @@ struct WiBulk
 	ResultRelInfo *rri;
 	int			ncols;
 	AttrNumber *attnums;		/* of cols[k] */
-	int			ndefaults;
-	AttrNumber *defattnums;		/* columns that take a default */
-	ExprState **defexprs;
-	bool	   *defnull;		/* no default: NULL */
+	struct Prepared *prep;		/* defaults, checks, index predicates */
 	TupleTableSlot **slots;
 	int			nslots;			/* created */
 	int			nused;			/* holding rows not yet written */
@@ -92,6 +91,156 @@ plain_target(Relation rel)
 	return true;
 }
 
+/*
+ * What an INSERT reads back and plans for every statement, kept across
+ * batches for each table this writer writes: the defaults of the columns
+ * not given, the CHECK constraints (as ResultRelInfo.ri_ConstraintExprs)
+ * and the predicates of partial indexes (IndexInfo.ii_PredicateState).  A
+ * relcache invalidation of the table (any change of its columns,
+ * constraints or indexes sends one, and it is taken in when the table is
+ * locked) marks its entry stale; the next wi_bulk_open() builds it again.
+ * An entry is only freed there, never under a batch that uses it.
+ */
+typedef struct Prepared
+{
+	Oid			relid;
+	bool		valid;
+	MemoryContext cxt;
+	int			ncols;
+	AttrNumber *attnums;		/* the columns given, which decide the defaults */
+	int			ndefaults;
+	AttrNumber *defattnums;		/* columns that take a default */
+	ExprState **defexprs;		/* NULL: no default, the column is NULL */
+	int			ncheck;
+	ExprState **checks;
+	int			nindexes;
+	Oid		   *indexoids;
+	ExprState **predicates;		/* NULL for an index without one */
+	struct Prepared *next;
+} Prepared;
+
+static Prepared *prepared = NULL;
+static bool prepared_callback = false;
+
+static void
+prepared_inval(Datum arg, Oid relid)
+{
+	for (Prepared *p = prepared; p != NULL; p = p->next)
+		if (relid == InvalidOid || p->relid == relid)
+			p->valid = false;
+}
+
+/* Whether p was built for what b writes now. */
+static bool
+prepared_fits(Prepared *p, WiBulk *b)
+{
+	TupleConstr *constr = RelationGetDescr(b->rel)->constr;
+
+	if (!p->valid || p->ncols != b->ncols ||
+		memcmp(p->attnums, b->attnums, sizeof(AttrNumber) * b->ncols) != 0 ||
+		p->ncheck != (constr ? constr->num_check : 0) ||
+		p->nindexes != b->rri->ri_NumIndices)
+		return false;
+	for (int i = 0; i < p->nindexes; i++)
+		if (p->indexoids[i] != RelationGetRelid(b->rri->ri_IndexRelationDescs[i]))
+			return false;
+	return true;
+}
+
+static void
+prepared_build(Prepared *p, WiBulk *b)
+{
+	Relation	rel = b->rel;
+	TupleDesc	desc = RelationGetDescr(rel);
+	TupleConstr *constr = desc->constr;
+	MemoryContext old = MemoryContextSwitchTo(p->cxt);
+	bool	   *given = palloc0(sizeof(bool) * (desc->natts + 1));
+
+	p->ncols = b->ncols;
+	p->attnums = palloc(sizeof(AttrNumber) * b->ncols);
+	memcpy(p->attnums, b->attnums, sizeof(AttrNumber) * b->ncols);
+	for (int k = 0; k < b->ncols; k++)
+		given[b->attnums[k]] = true;
+
+	/* the defaults of the columns not given, as COPY FROM evaluates them */
+	p->defattnums = palloc(sizeof(AttrNumber) * desc->natts);
+	p->defexprs = palloc(sizeof(ExprState *) * desc->natts);
+	p->ndefaults = 0;
+	for (AttrNumber a = 1; a <= desc->natts; a++)
+	{
+		Expr	   *defexpr;
+
+		if (TupleDescAttr(desc, a - 1)->attisdropped || given[a])
+			continue;
+		defexpr = (Expr *) build_column_default(rel, a);
+		p->defattnums[p->ndefaults] = a;
+		p->defexprs[p->ndefaults] = defexpr ?
+			ExecInitExpr(expression_planner(defexpr), NULL) : NULL;
+		p->ndefaults++;
+	}
+
+	/* the checks, as ExecConstraints() would build them for a statement */
+	p->ncheck = constr ? constr->num_check : 0;
+	p->checks = p->ncheck > 0 ? palloc(sizeof(ExprState *) * p->ncheck) : NULL;
+	for (int i = 0; i < p->ncheck; i++)
+		p->checks[i] = ExecInitExpr(expression_planner(stringToNode(constr->check[i].ccbin)), NULL);
+
+	/* partial indexes' predicates, as ExecInsertIndexTuples() would */
+	p->nindexes = b->rri->ri_NumIndices;
+	p->indexoids = palloc(sizeof(Oid) * Max(p->nindexes, 1));
+	p->predicates = palloc0(sizeof(ExprState *) * Max(p->nindexes, 1));
+	for (int i = 0; i < p->nindexes; i++)
+	{
+		IndexInfo  *ii = b->rri->ri_IndexRelationInfo[i];
+
+		p->indexoids[i] = RelationGetRelid(b->rri->ri_IndexRelationDescs[i]);
+		if (ii->ii_Predicate != NIL)
+			p->predicates[i] = ExecInitQual((List *) expression_planner((Expr *) copyObject(ii->ii_Predicate)),
+											NULL);
+	}
+	pfree(given);
+	MemoryContextSwitchTo(old);
+	p->valid = true;
+}
+
+/* b's prepared parts: kept from an earlier batch, or built now. */
+static void
+prepare(WiBulk *b)
+{
+	Oid			relid = RelationGetRelid(b->rel);
+	Prepared   *p;
+
+	if (!prepared_callback)
+	{
+		CacheRegisterRelcacheCallback(prepared_inval, (Datum) 0);
+		prepared_callback = true;
+	}
+	for (p = prepared; p != NULL; p = p->next)
+		if (p->relid == relid)
+			break;
+	if (p == NULL)
+	{
+		p = MemoryContextAllocZero(CacheMemoryContext, sizeof(Prepared));
+		p->relid = relid;
+		p->next = prepared;
+		prepared = p;
+	}
+	if (!prepared_fits(p, b))
+	{
+		if (p->cxt != NULL)
+			MemoryContextDelete(p->cxt);
+		p->cxt = AllocSetContextCreate(CacheMemoryContext, "webhook_inbox bulk writer",
+									   ALLOCSET_SMALL_SIZES);
+		prepared_build(p, b);
+	}
+	b->prep = p;
+	if (p->ncheck > 0)
+		b->rri->ri_ConstraintExprs = p->checks;
+	for (int i = 0; i < p->nindexes; i++)
+		if (p->predicates[i] != NULL)
+			b->rri->ri_IndexRelationInfo[i]->ii_PredicateState = p->predicates[i];
+}
+
 WiBulk *
 wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, int ncols)
 {
@@ -101,7 +250,6 @@ wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, in
 	RangeTblEntry *rte;
 	WiBulk	   *b;
 	TupleDesc	desc;
-	bool	   *given;
 
 	if (!OidIsValid(relid))
 		return NULL;			/* the statement raises its own error */
@@ -119,7 +267,6 @@ wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, in
 	b->rel = rel;
 	b->ncols = ncols;
 	b->attnums = palloc(sizeof(AttrNumber) * ncols);
-	given = palloc0(sizeof(bool) * (desc->natts + 1));
 	for (int k = 0; k < ncols; k++)
 	{
 		AttrNumber	a = attnameAttNum(rel, cols[k].name, false);
@@ -139,7 +286,6 @@ wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, in
 			return NULL;
 		}
 		b->attnums[k] = a;
-		given[a] = true;
 	}
 
 	/* the privileges an INSERT of these columns needs */
@@ -161,25 +307,7 @@ wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, in
 	CheckValidResultRel(b->rri, CMD_INSERT);
 	ExecOpenIndices(b->rri, false);
 
-	/* the defaults of the columns not given, as COPY FROM evaluates them */
-	b->defattnums = palloc(sizeof(AttrNumber) * desc->natts);
-	b->defexprs = palloc(sizeof(ExprState *) * desc->natts);
-	b->defnull = palloc(sizeof(bool) * desc->natts);
-	for (AttrNumber a = 1; a <= desc->natts; a++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, a - 1);
-		Expr	   *defexpr;
-
-		if (att->attisdropped || given[a])
-			continue;
-		defexpr = (Expr *) build_column_default(rel, a);
-		b->defattnums[b->ndefaults] = a;
-		b->defnull[b->ndefaults] = defexpr == NULL;
-		b->defexprs[b->ndefaults] = defexpr ?
-			ExecInitExpr(expression_planner(defexpr), NULL) : NULL;
-		b->ndefaults++;
-	}
-	pfree(given);
+	prepare(b);
 
 	b->slots = palloc0(sizeof(TupleTableSlot *) * BULK_MAX_ROWS);
 	b->cid = GetCurrentCommandId(true);
@@ -205,13 +333,13 @@ wi_bulk_add(WiBulk *b, Datum *values, bool *nulls)
 		slot->tts_values[b->attnums[k] - 1] = values[k];
 		slot->tts_isnull[b->attnums[k] - 1] = nulls[k];
 	}
-	for (int d = 0; d < b->ndefaults; d++)
+	for (int d = 0; d < b->prep->ndefaults; d++)
 	{
-		AttrNumber	a = b->defattnums[d];
+		AttrNumber	a = b->prep->defattnums[d];
 
-		if (b->defnull[d])
+		if (b->prep->defexprs[d] == NULL)
 			continue;
-		slot->tts_values[a - 1] = ExecEvalExpr(b->defexprs[d], econtext,
+		slot->tts_values[a - 1] = ExecEvalExpr(b->prep->defexprs[d], econtext,
 											   &slot->tts_isnull[a - 1]);
 	}
 	ExecStoreVirtualTuple(slot);

@@ -184,6 +184,15 @@ SELECT * FROM webhook_inbox.intake_batch(ARRAY['bstripe', 'bstripe'], '{}',
 \set VERBOSITY default
 ALTER TABLE webhook_inbox.inbox DROP CONSTRAINT no_forbidden;
 SELECT count(*) FROM webhook_inbox.inbox WHERE event_id IN ('evt_t0', 'evt_forbidden');
+-- the defaults a session's batches keep follow a change of them
+ALTER TABLE webhook_inbox.deliveries ALTER COLUMN received_at SET DEFAULT '2001-02-03 04:05:06+00';
+SELECT outcome FROM webhook_inbox.intake_batch(ARRAY['bstripe'], '{}',
+	ARRAY[wb('{"id":"evt_t0","type":"refund.created","data":{"object":{"id":"re_t0"}}}')]);
+ALTER TABLE webhook_inbox.deliveries ALTER COLUMN received_at SET DEFAULT now();
+SELECT outcome FROM webhook_inbox.intake_batch(ARRAY['bstripe'], '{}',
+	ARRAY[wb('{"id":"evt_t0","type":"refund.created","data":{"object":{"id":"re_t0"}}}')]);
+SELECT outcome, received_at = '2001-02-03 04:05:06+00' AS set_default, received_at > now() - interval '1 hour' AS now_again
+  FROM webhook_inbox.deliveries WHERE event_id = 'evt_t0' ORDER BY id;
 -- a table with triggers is written by INSERT statements, which run them as
 -- INSERT does (a BEFORE trigger of the inbox also sees the rows that ON
 -- CONFLICT then skips); the outcomes are the same either way
