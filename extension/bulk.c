@@ -60,6 +60,7 @@ struct WiBulk
 	int			ncols;
 	AttrNumber *attnums;		/* of cols[k] */
 	struct Prepared *prep;		/* defaults, checks, index predicates */
+	ExprState **defexprs;		/* prep->defexprs, compiled for this batch */
 	TupleTableSlot **slots;
 	int			nslots;			/* created */
 	int			nused;			/* holding rows not yet written */
@@ -93,13 +94,15 @@ plain_target(Relation rel)
 
 /*
  * What an INSERT reads back and plans for every statement, kept across
- * batches for each table this writer writes: the defaults of the columns
- * not given, the CHECK constraints (as ResultRelInfo.ri_ConstraintExprs)
- * and the predicates of partial indexes (IndexInfo.ii_PredicateState).  A
- * relcache invalidation of the table (any change of its columns,
- * constraints or indexes sends one, and it is taken in when the table is
- * locked) marks its entry stale; the next wi_bulk_open() builds it again.
- * An entry is only freed there, never under a batch that uses it.
+ * batches for each table this writer writes: the planned expressions of the
+ * defaults of the columns not given, of the CHECK constraints and of the
+ * predicates of partial indexes.  Each batch compiles them into its own
+ * ExprStates, in its own executor state, as a statement does (some steps
+ * keep what they build in the query's memory).  A relcache invalidation of
+ * the table (any change of its columns, constraints or indexes sends one,
+ * and it is taken in when the table is locked) marks its entry stale; the
+ * next wi_bulk_open() plans it again.  An entry is freed only there, never
+ * under a batch that uses it.
  */
 typedef struct Prepared
 {
@@ -110,12 +113,12 @@ typedef struct Prepared
 	AttrNumber *attnums;		/* the columns given, which decide the defaults */
 	int			ndefaults;
 	AttrNumber *defattnums;		/* columns that take a default */
-	ExprState **defexprs;		/* NULL: no default, the column is NULL */
+	Expr	  **defexprs;		/* NULL: no default, the column is NULL */
 	int			ncheck;
-	ExprState **checks;
+	Expr	  **checks;
 	int			nindexes;
 	Oid		   *indexoids;
-	ExprState **predicates;		/* NULL for an index without one */
+	List	  **predicates;		/* NIL for an index without one */
 	struct Prepared *next;
 } Prepared;
 
@@ -164,7 +167,7 @@ prepared_build(Prepared *p, WiBulk *b)
 
 	/* the defaults of the columns not given, as COPY FROM evaluates them */
 	p->defattnums = palloc(sizeof(AttrNumber) * desc->natts);
-	p->defexprs = palloc(sizeof(ExprState *) * desc->natts);
+	p->defexprs = palloc(sizeof(Expr *) * desc->natts);
 	p->ndefaults = 0;
 	for (AttrNumber a = 1; a <= desc->natts; a++)
 	{
@@ -174,29 +177,27 @@ prepared_build(Prepared *p, WiBulk *b)
 			continue;
 		defexpr = (Expr *) build_column_default(rel, a);
 		p->defattnums[p->ndefaults] = a;
-		p->defexprs[p->ndefaults] = defexpr ?
-			ExecInitExpr(expression_planner(defexpr), NULL) : NULL;
+		p->defexprs[p->ndefaults] = defexpr ? expression_planner(defexpr) : NULL;
 		p->ndefaults++;
 	}
 
 	/* the checks, as ExecConstraints() would build them for a statement */
 	p->ncheck = constr ? constr->num_check : 0;
-	p->checks = p->ncheck > 0 ? palloc(sizeof(ExprState *) * p->ncheck) : NULL;
+	p->checks = palloc(sizeof(Expr *) * Max(p->ncheck, 1));
 	for (int i = 0; i < p->ncheck; i++)
-		p->checks[i] = ExecInitExpr(expression_planner(stringToNode(constr->check[i].ccbin)), NULL);
+		p->checks[i] = expression_planner(stringToNode(constr->check[i].ccbin));
 
 	/* partial indexes' predicates, as ExecInsertIndexTuples() would */
 	p->nindexes = b->rri->ri_NumIndices;
 	p->indexoids = palloc(sizeof(Oid) * Max(p->nindexes, 1));
-	p->predicates = palloc0(sizeof(ExprState *) * Max(p->nindexes, 1));
+	p->predicates = palloc0(sizeof(List *) * Max(p->nindexes, 1));
 	for (int i = 0; i < p->nindexes; i++)
 	{
 		IndexInfo  *ii = b->rri->ri_IndexRelationInfo[i];
 
 		p->indexoids[i] = RelationGetRelid(b->rri->ri_IndexRelationDescs[i]);
 		if (ii->ii_Predicate != NIL)
-			p->predicates[i] = ExecInitQual((List *) expression_planner((Expr *) copyObject(ii->ii_Predicate)),
-											NULL);
+			p->predicates[i] = (List *) expression_planner((Expr *) copyObject(ii->ii_Predicate));
 	}
 	pfree(given);
 	MemoryContextSwitchTo(old);
@@ -209,6 +210,7 @@ prepare(WiBulk *b)
 {
 	Oid			relid = RelationGetRelid(b->rel);
 	Prepared   *p;
+	MemoryContext old;
 
 	if (!prepared_callback)
 	{
@@ -234,11 +236,22 @@ prepare(WiBulk *b)
 		prepared_build(p, b);
 	}
 	b->prep = p;
+
+	/* this batch's ExprStates, in its executor state's memory */
+	old = MemoryContextSwitchTo(b->estate->es_query_cxt);
+	b->defexprs = palloc(sizeof(ExprState *) * Max(p->ndefaults, 1));
+	for (int d = 0; d < p->ndefaults; d++)
+		b->defexprs[d] = p->defexprs[d] ? ExecInitExpr(p->defexprs[d], NULL) : NULL;
 	if (p->ncheck > 0)
-		b->rri->ri_ConstraintExprs = p->checks;
+	{
+		b->rri->ri_ConstraintExprs = palloc(sizeof(ExprState *) * p->ncheck);
+		for (int i = 0; i < p->ncheck; i++)
+			b->rri->ri_ConstraintExprs[i] = ExecInitExpr(p->checks[i], NULL);
+	}
 	for (int i = 0; i < p->nindexes; i++)
-		if (p->predicates[i] != NULL)
-			b->rri->ri_IndexRelationInfo[i]->ii_PredicateState = p->predicates[i];
+		if (p->predicates[i] != NIL)
+			b->rri->ri_IndexRelationInfo[i]->ii_PredicateState = ExecInitQual(p->predicates[i], NULL);
+	MemoryContextSwitchTo(old);
 }
 
 WiBulk *
@@ -337,9 +350,9 @@ wi_bulk_add(WiBulk *b, Datum *values, bool *nulls)
 	{
 		AttrNumber	a = b->prep->defattnums[d];
 
-		if (b->prep->defexprs[d] == NULL)
+		if (b->defexprs[d] == NULL)
 			continue;
-		slot->tts_values[a - 1] = ExecEvalExpr(b->prep->defexprs[d], econtext,
+		slot->tts_values[a - 1] = ExecEvalExpr(b->defexprs[d], econtext,
 											   &slot->tts_isnull[a - 1]);
 	}
 	ExecStoreVirtualTuple(slot);
