@@ -93,6 +93,9 @@ for my $seed (@seeds)
 	stop_proc($sim);
 }
 
+# the receiver is done: stopped here, not left running after the test
+is(stop_receiver($rcv), 0, 'the receiver stops cleanly');
+
 # every URL the adapters built, checked against the SDK
 my $dir = contract_dir();
 my $all = "$logdir/requests.log";
