@@ -68,7 +68,6 @@ struct WiBulk
 
 	/* wi_bulk_key_exists()'s scan, opened on its first call */
 	Snapshot	keysnap;
-	Relation	keyindex;
 	IndexScanDesc keyscan;
 	TupleTableSlot *keyslot;
 	ScanKeyData keys[INDEX_MAX_KEYS];
@@ -422,7 +421,6 @@ key_scan_open(WiBulk *b, const char *index, int nkeys)
 		ScanKeyEntryInitialize(&b->keys[k], 0, k + 1, BTEqualStrategyNumber, InvalidOid,
 							   irel->rd_indcollation[k], get_opcode(eq), (Datum) 0);
 	}
-	b->keyindex = irel;
 	b->nkeys = nkeys;
 	b->keyslot = table_slot_create(b->rel, &b->estate->es_tupleTable);
 	/*

@@ -11,15 +11,16 @@
  * inbox row once per (source, event id).
  *
  * A batch is written set-based: one statement reads the route of each event
- * type of the batch (route_eval.c applies its paths to each payload), and
- * for sources whose scheme signs only the body one records the digests that
- * refuse replays.  The inbox and audit rows are written as COPY writes rows
- * (bulk.c): each key is looked up once in the inbox's unique index, the new
- * rows go to the heap together, then to the indexes.  Where a table needs a
- * statement's machinery (a trigger, row security) or a key turns out to be
- * taken meanwhile, one INSERT ... ON CONFLICT DO NOTHING writes the batch's
- * inbox rows and one INSERT its audit rows instead.  Nothing in it may raise for one delivery's content,
- * since an error would fail its batch-mates too, so everything that depends
+ * type of the batch that the session has not kept (route_cache.c;
+ * route_eval.c applies its paths to each payload), and for sources whose
+ * scheme signs only the body one records the digests that refuse replays.
+ * The inbox and audit rows are written as COPY writes rows (bulk.c): each
+ * key is looked up once in the inbox's unique index, the new rows go to the
+ * heap together, then to the indexes.  Where a table needs a statement's
+ * machinery (a trigger, row security) or a key turns out to be taken
+ * meanwhile, one INSERT ... ON CONFLICT DO NOTHING writes the batch's inbox
+ * rows and one INSERT its audit rows instead.  Nothing in it may raise for
+ * one delivery's content, since an error would fail its batch-mates too, so everything that depends
  * on the bytes is checked in C first without raising: UTF-8, JSON syntax,
  * nesting depth, number ranges, id lengths, the source being known and
  * enabled.  What fails a check is that delivery's own outcome:
@@ -714,11 +715,34 @@ lookup_sources(Row *rows, char **names, int n)
  * Classification
  * --------------------------------------------------------------------- */
 
+/* The route in columns 2 to 12 of a row of routes_sql. */
+static void
+route_from_tuple(HeapTuple tup, TupleDesc desc, WiRoute *rt)
+{
+	bool		isnull;
+	char	   *class;
+
+	rt->id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+	rt->version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+	rt->strategy = SPI_getvalue(tup, desc, 4);
+	class = SPI_getvalue(tup, desc, 5);
+	rt->ignore = class == NULL || strcmp(class, "ignore") == 0;
+	rt->object_type = SPI_getvalue(tup, desc, 6);
+	for (int p = 0; p < WI_PATH_COUNT; p++)
+	{
+		Datum		d = SPI_getbinval(tup, desc, 7 + p, &isnull);
+
+		rt->has_path[p] = !isnull;
+		rt->path[p] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
+	}
+	rt->tombstone = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+}
+
 /*
  * Classify rows idx[0..n-1]: one statement reads the route of each distinct
- * (source, event type), then each route's paths are applied to its events
- * in C (route_eval.c), as _classify_batch() applies them.  Fills each row's
- * route fields.  May raise (a route's path on a hostile payload).
+ * (source, event type) the session has not kept (route_cache.c), then each
+ * route's paths are applied to its events in C (route_eval.c), as
+ * _classify_batch() applies them.  Fills each row's route fields.  May raise (a route's path on a hostile payload).
  */
 static void
 classify_rows(Row *rows, int *idx, int n)
@@ -788,31 +812,14 @@ classify_rows(Row *rows, int *idx, int n)
 
 		for (uint64 t = 0; t < SPI_processed; t++)
 		{
-			HeapTuple	tup = SPI_tuptable->vals[t];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
-			int64		ord = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-			WiRoute    *rt;
-			char	   *class;
+			int64		ord = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[t],
+														  SPI_tuptable->tupdesc, 1, &isnull));
 
 			if (ord < 1 || ord > nmiss)
 				elog(ERROR, "webhook_inbox: the routes returned position " INT64_FORMAT, ord);
-			rt = &routes[miss[ord - 1]];
 			found[miss[ord - 1]] = true;
-			rt->id = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
-			rt->version = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
-			rt->strategy = SPI_getvalue(tup, desc, 4);
-			class = SPI_getvalue(tup, desc, 5);
-			rt->ignore = class == NULL || strcmp(class, "ignore") == 0;
-			rt->object_type = SPI_getvalue(tup, desc, 6);
-			for (int p = 0; p < WI_PATH_COUNT; p++)
-			{
-				Datum		d = SPI_getbinval(tup, desc, 7 + p, &isnull);
-
-				rt->has_path[p] = !isnull;
-				rt->path[p] = isnull ? (Datum) 0 : datumCopy(d, false, -1);
-			}
-			rt->tombstone = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+			route_from_tuple(SPI_tuptable->vals[t], SPI_tuptable->tupdesc, &routes[miss[ord - 1]]);
 		}
 		SPI_freetuptable(SPI_tuptable);
 		if (use_cache)

@@ -22,7 +22,6 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
-#include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -218,16 +217,4 @@ wi_machines_changed(PG_FUNCTION_ARGS)
 	wi_invalidate_trigger_table(fcinfo, "_machines_changed");
 	machines_invalidate();
 	return PointerGetDatum(NULL);
-}
-
-void
-wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name)
-{
-	TriggerData *trigdata = (TriggerData *) fcinfo->context;
-
-	if (!CALLED_AS_TRIGGER(fcinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("%s() must be called as a trigger", name)));
-	CacheInvalidateRelcache(trigdata->tg_relation);
 }

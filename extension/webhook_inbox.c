@@ -8,8 +8,10 @@
  */
 #include "postgres.h"
 
+#include "commands/trigger.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/inval.h"
 
 #include "route_cache.h"
 #include "webhook_inbox.h"
@@ -40,6 +42,19 @@ SPIPlanPtr
 wi_keep_plan(const char *sql, int nargs, Oid *types)
 {
 	return wi_keep_plan_opts(sql, nargs, types, 0);
+}
+
+/* See webhook_inbox.h: the body of a cache's statement trigger. */
+void
+wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s() must be called as a trigger", name)));
+	CacheInvalidateRelcache(trigdata->tg_relation);
 }
 
 void
