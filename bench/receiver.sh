@@ -122,6 +122,7 @@ wrk -t "$WRK_THREADS" -c "$WRK_CONNECTIONS" -d "${RECEIVER_SECONDS}s" --timeout 
 	>"$BENCH_WORK/wrk.out" 2>&1 || true
 hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$rpid/status")
 read -r new1 other1 <<<"$(q -c "$counts")"
+curl -sf "http://127.0.0.1:$APORT/metrics" >"$BENCH_WORK/receiver-metrics.txt" || true
 kill "$rpid"; wait "$rpid" 2>/dev/null || true
 trap - EXIT
 

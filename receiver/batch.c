@@ -1112,6 +1112,7 @@ rcv_batch_submit(rcv_delivery *d)
 {
 	if (!any_usable())
 		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &d->queued_at);
 	d->next = NULL;
 	if (db.tail)
 		db.tail->next = d;

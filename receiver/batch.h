@@ -7,6 +7,7 @@
 #define RCV_BATCH_H
 
 #include <stddef.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -31,6 +32,7 @@ typedef struct rcv_delivery
 	size_t		len;
 	int			status;			/* HTTP status of the answer */
 	char		outcome[40];	/* new | duplicate | quarantined, or why refused */
+	struct timespec queued_at;	/* set by rcv_batch_submit() */
 } rcv_delivery;
 
 /*

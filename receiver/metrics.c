@@ -39,6 +39,7 @@ static labelled *requests;
 static labelled *failures;
 static histogram batch_hist = {batch_bounds, 11, {0}, 0, 0};
 static histogram commit_hist = {commit_bounds, 12, {0}, 0, 0};
+static histogram delivery_hist = {commit_bounds, 12, {0}, 0, 0};
 static unsigned long long batches_ok;
 static unsigned long long batches_failed;
 static unsigned long long reconnects;
@@ -87,6 +88,12 @@ observe(histogram *h, double v)
 		}
 	h->count++;
 	h->sum += v;
+}
+
+void
+rcv_metrics_delivery(double seconds)
+{
+	observe(&delivery_hist, seconds);
 }
 
 void
@@ -204,6 +211,9 @@ rcv_metrics_render(size_t *len)
 				&batch_hist);
 	render_hist(f, "webhook_receiver_commit_seconds",
 				"Time from sending a batch to its COMMIT being confirmed.", &commit_hist);
+	render_hist(f, "webhook_receiver_delivery_seconds",
+				"Time from a verified delivery joining the queue to its answer, for every delivery answered after its batch.",
+				&delivery_hist);
 	fprintf(f, "# HELP webhook_receiver_batches_total Group-commit transactions, by result.\n"
 			"# TYPE webhook_receiver_batches_total counter\n"
 			"webhook_receiver_batches_total{result=\"committed\"} %llu\n"

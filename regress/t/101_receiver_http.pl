@@ -265,6 +265,15 @@ is(admin_get($r, '/readyz')->{content}, 'ready', 'readyz (admin listener): ready
 		'metrics: batch size histogram');
 	like($m->{content}, qr/^webhook_receiver_commit_seconds_count [1-9]/m,
 		'metrics: commit latency histogram');
+	# every 200 so far answered a delivery after its batch's COMMIT, and
+	# each of those is one observation of its time in the queue and batch
+	my $ok = 0;
+	$ok += $1 while $m->{content} =~ /^webhook_receiver_requests_total\{source="[^"]*",status="200"\} (\d+)$/mg;
+	my ($dcount) = $m->{content} =~ /^webhook_receiver_delivery_seconds_count (\d+)$/m;
+	my ($dinf) = $m->{content} =~ /^webhook_receiver_delivery_seconds_bucket\{le="\+Inf"\} (\d+)$/m;
+	ok($ok > 0 && defined $dcount && $dcount == $ok && $dinf == $dcount,
+		"metrics: one delivery latency observation per 200 ($ok 200s, count "
+		  . ($dcount // 'none') . ')');
 	like($m->{content}, qr/^webhook_receiver_db_up 1$/m, 'metrics: database up');
 	unlike($m->{content}, qr/nosuchsource/, 'metrics: no label from an unknown source');
 }
