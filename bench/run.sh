@@ -18,6 +18,18 @@ cleanup() {
 trap cleanup EXIT
 
 echo "bench: $CORES cores, work directory $BENCH_WORK" >&2
+# A run writes up to about 4.5 GB for the receiver part and 10.5 GB with
+# the worker's history (5,000,000 events, the WAL up to max_wal_size): a
+# disk that fills up part-way stalls every write and the figures with it,
+# so a run starts only with that much room (BENCH_MIN_FREE_MB=0: no check).
+need_mb=5000
+for p in "${parts[@]}"; do [ "$p" = worker ] && need_mb=12000; done
+need_mb="${BENCH_MIN_FREE_MB:-$need_mb}"
+free_mb=$(df -Pm "$BENCH_WORK" | awk 'NR == 2 { print $4 }')
+if [ "$free_mb" -lt "$need_mb" ]; then
+	echo "bench: $free_mb MB free under $BENCH_WORK; this run needs $need_mb MB (BENCH_MIN_FREE_MB)" >&2
+	exit 1
+fi
 cluster_start
 status=0
 for p in "${parts[@]}"; do
