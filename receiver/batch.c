@@ -226,7 +226,7 @@ notice_receiver(void *arg, const PGresult *res)
 			state ? state : "?", first_line(msg, line, sizeof(line)));
 }
 
-/* Hand every delivery of a list back to the HTTP side. */
+/* Hand every delivery of a list back to the HTTP side, timing each. */
 static void
 complete_all(rcv_delivery *list, int committed)
 {
@@ -235,6 +235,7 @@ complete_all(rcv_delivery *list, int committed)
 		rcv_delivery *next = list->next;
 
 		list->next = NULL;
+		rcv_metrics_delivery(elapsed_since(&list->queued_at));
 		db.complete(list, committed);
 		list = next;
 	}

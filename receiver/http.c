@@ -392,11 +392,6 @@ reply(struct evhttp_request *req, const char *source, const char *logname,
 void
 rcv_http_complete(rcv_delivery *d, int committed)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	rcv_metrics_delivery((double) (now.tv_sec - d->queued_at.tv_sec) +
-						 (double) (now.tv_nsec - d->queued_at.tv_nsec) / 1e9);
 	if (committed)
 		reply(d->req, d->source, d->source, d->status, d->outcome, NULL);
 	else
