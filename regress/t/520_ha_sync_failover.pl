@@ -60,6 +60,9 @@ $primary->stop('immediate');
 $standby->promote;
 my $t_promoted = Time::HiRes::time() - $t0;
 my $new = $standby->connstr('postgres');
+# claims the old primary's worker held: their leases (webhook_inbox.lease)
+# must run out before the new worker takes the objects over
+my $claimed_at_stop = sql_at($new, "SELECT count(*) FROM webhook_inbox.inbox WHERE status = 'processing'");
 my $at_stop = $half->{acked};
 ok(SimTest::poll_until(sub { my $s = sim_status($sim); $s && $s->{acked} > $at_stop + 20 }, 60),
 	'deliveries are acknowledged again, by the promoted standby');
@@ -80,6 +83,9 @@ cmp_ok($n503, '>', 0, 'deliveries were answered 503 during the failover (and ret
 # the worker starts only where it can write, and works there
 ok(SimTest::poll_until(sub { worker_running($new) == 1 }, 60), 'the worker started on the promoted standby');
 drained_at($new, 'after the failover');
+my $t_drained = Time::HiRes::time() - $t0;
+diag(sprintf('sync failover: %d events under the old worker\'s claims at the stop; inbox drained %.1f s after it',
+	$claimed_at_stop, $t_drained));
 cmp_ok(sql_at($new, 'SELECT claimed FROM webhook_inbox.worker_stats()'), '>', 0,
 	"the promoted standby's worker claimed objects");
 my $repaired = sweep_and_verify_at($new, $src, $sim, 'sync failover');
