@@ -4,11 +4,11 @@
 #
 #	Two webhook-receiver processes on the same database, behind haproxy
 #	(Debian's; round robin, a health check of each receiver's /readyz every
-#	200 ms).  haproxy's own retries are off (retries 0): with them it
-#	resends by itself most requests a dead receiver held, and the test is
-#	about what the provider's retries cover.  The first
-#	receiver's batches wait a second for company, so that it holds
-#	deliveries when it is killed.  webhook-sim
+#	200 ms, its own retries off: the test is about what the provider's
+#	retries cover).  The first receiver is killed while a batch of its
+#	deliveries is held in the database (a test trigger waits for an
+#	advisory lock the test holds), so that it certainly dies with
+#	deliveries unanswered.  webhook-sim
 #	streams a holed Stripe stream to haproxy's address; halfway one
 #	receiver is killed with SIGKILL.  The deliveries it held unanswered
 #	fail at the provider (haproxy answers 502), the provider retries them
@@ -33,10 +33,23 @@ my ($src, $secret) = ('ha_two', 'whsec_hatwo');
 my $node = worker_node('two_receivers');
 add_source($node, $src, 'stripe', $secret, 'http://127.0.0.1:9');
 my $db = $node->connstr('postgres');
-# the first receiver's batches wait a second for company, so that it holds
-# deliveries unanswered when it is killed (a couple of dozen at the
-# stream's rate)
-my @rcv = (start_receiver($node, '--commit-timeout', 2000, '--batch-delay', 1000),
+# The first receiver logs in as rcv1.  To kill it while it certainly holds
+# deliveries unanswered, its batches can be held at their audit insert: a
+# test trigger waits there for an advisory lock the test takes, for rcv1's
+# sessions only.
+$node->safe_psql('postgres', q{
+	CREATE ROLE rcv1 LOGIN IN ROLE webhook_inbox_receiver;
+	CREATE FUNCTION public.hold_rcv1() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER AS $$
+	BEGIN
+		IF session_user = 'rcv1' THEN
+			PERFORM pg_advisory_xact_lock_shared(522);
+		END IF;
+		RETURN NULL;
+	END $$;
+	CREATE TRIGGER hold_rcv1 AFTER INSERT ON webhook_inbox.deliveries
+		FOR EACH STATEMENT EXECUTE FUNCTION public.hold_rcv1();
+});
+my @rcv = (start_receiver($node, { _db => "$db user=rcv1" }, '--commit-timeout', 30000),
 	start_receiver($node, '--commit-timeout', 2000));
 
 # one address for both
@@ -80,10 +93,19 @@ my $r2_before = ReceiverTest::metric($rcv[1], "webhook_receiver_requests_total{s
 cmp_ok(ReceiverTest::metric($rcv[0], "webhook_receiver_requests_total{source=\"$src\",status=\"200\"}") // 0, '>', 0,
 	'the first receiver answered part of it');
 cmp_ok($r2_before, '>', 0, 'and the second one the rest');
-note('the first receiver before the kill: '
-	  . join(', ', grep { /^webhook_receiver_(requests|batches)_total/ } split /\n/, ReceiverTest::admin_get($rcv[0], '/metrics')->{content}));
+
+# hold the first receiver's next batch, then kill it
+my ($lin, $lout) = ("SELECT pg_advisory_lock(522);\n", '');
+my $locker = IPC::Run::start([ 'psql', '-X', '-q', '-d', $db ], '<', \$lin, '>', \$lout, '2>&1');
+$locker->pump while length $lin;
+ok( $node->poll_query_until('postgres', q{
+		SELECT count(*) > 0 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+		 WHERE l.locktype = 'advisory' AND l.objid = 522 AND NOT l.granted AND a.usename = 'rcv1'}),
+	'the first receiver holds a batch of deliveries, unanswered');
 kill 'KILL', $rcv[0]{pid};
 $rcv[0]{harness}->finish;
+$lin .= "SELECT pg_advisory_unlock(522);\n\\q\n";
+$locker->finish;
 
 my $done = wait_stream_done($sim, 120);
 ok($done, 'the stream finished');
@@ -94,6 +116,10 @@ my $r2_after = ReceiverTest::metric($rcv[1], "webhook_receiver_requests_total{so
 cmp_ok($r2_after, '>', $r2_before, 'the surviving receiver took the rest of the stream');
 cmp_ok($done->{attempts}, '>', $done->{delivered},
 	'the provider retried what the killed receiver held unanswered (haproxy answered 502)');
+my $held = $node->safe_psql('postgres', q{
+	SELECT count(*) FROM webhook_inbox.deliveries d JOIN webhook_inbox.sources s ON s.id = d.source_id
+	 WHERE s.name = 'ha_two' AND d.outcome = 'duplicate'});
+note("deliveries recorded as duplicates (the held batch committed after its receiver died, then retried): $held");
 diag(sprintf('two receivers: killed one at %d acknowledged; %d sends for %d deliveries (%d retried); '
 	  . 'the survivor answered %d after the kill', $half->{acked}, $done->{attempts}, $done->{delivered},
 	$done->{attempts} - $done->{delivered}, $r2_after - $r2_before));
