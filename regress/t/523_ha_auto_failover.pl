@@ -116,24 +116,18 @@ END
 my $t_setup = Time::HiRes::time();
 autoctl('create', 'monitor', '--pgdata', "$tmp/monitor", '--pgport', $port{monitor},
 	'--hostname', '127.0.0.1', '--auth', 'trust', '--no-ssl', '--pgctl', $pgctl);
+# pg_auto_failover sizes shared_buffers for the whole machine (a quarter of
+# it); after its include, a test-sized one wins
+append_to_file("$tmp/monitor/postgresql.conf", "shared_buffers = '128MB'\n");
 autoctl_run('monitor');
 ok(poll_sql($monitor_db, 'SELECT true', 60), 'the monitor runs');
-# health checks every second, a node unhealthy after two, and a dead primary
-# not waited for longer than three seconds (defaults: 5 s, 20 s, 30 s)
-sql_at($monitor_db, "ALTER SYSTEM SET pgautofailover.$_") for (
-	'health_check_period = 1000', 'health_check_timeout = 1000', 'health_check_max_retries = 1',
-	'health_check_retry_delay = 500', 'node_considered_unhealthy_timeout = 2000',
-	'primary_demote_timeout = 3000');
-sql_at($monitor_db, 'SELECT pg_reload_conf()');
 
 # the first node: pg_autoctl initialises it; the worker's settings are
 # added before it first starts (after pg_auto_failover's include, so
 # shared_preload_libraries and a test-sized shared_buffers win)
 autoctl('create', 'postgres', '--pgdata', "$tmp/node1", '--pgport', $port{node1}, '--hostname', '127.0.0.1',
 	'--name', 'node1', '--auth', 'trust', '--no-ssl', '--monitor', $monitor_uri, '--pgctl', $pgctl);
-open(my $fh, '>>', "$tmp/node1/postgresql.conf") or die;
-print $fh ha_conf(), "shared_buffers = '128MB'\n";
-close $fh;
+append_to_file("$tmp/node1/postgresql.conf", ha_conf() . "shared_buffers = '128MB'\n");
 autoctl_run('node1');
 ok(SimTest::poll_until(sub { node_state('node1') eq 'single/single' }, 60), 'node1 runs alone (single)');
 ok(poll_sql($db{node1}, 'SELECT NOT pg_is_in_recovery()', 60), "node1's Postgres accepts connections");
@@ -141,8 +135,12 @@ sql_at($db{node1}, 'CREATE EXTENSION webhook_inbox');
 sql_at($db{node1}, 'CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver');
 my ($src, $secret) = ('ha_auto', 'whsec_haauto');
 sql_at($db{node1}, "SELECT webhook_inbox.create_source('$src', 'stripe', '$secret', api_base => 'http://127.0.0.1:9')");
+my $t_node1 = Time::HiRes::time() - $t_setup;
 
-# the second node: pg_autoctl makes it a standby of node1 (pg_basebackup)
+# the second node: pg_autoctl makes it a standby of node1 (pg_basebackup,
+# whose spread checkpoint took half a minute after CREATE EXTENSION: a
+# checkpoint first leaves it nothing to write)
+sql_at($db{node1}, 'CHECKPOINT');
 autoctl('create', 'postgres', '--pgdata', "$tmp/node2", '--pgport', $port{node2}, '--hostname', '127.0.0.1',
 	'--name', 'node2', '--auth', 'trust', '--no-ssl', '--monitor', $monitor_uri, '--pgctl', $pgctl);
 autoctl_run('node2');
@@ -150,7 +148,20 @@ ok( SimTest::poll_until(sub { node_state('node1') eq 'primary/primary' && node_s
 		90),
 	'node1 primary, node2 secondary') or diag(autoctl('show', 'state', '--pgdata', "$tmp/monitor"));
 my $t_setup_done = Time::HiRes::time() - $t_setup;
+diag(sprintf('pg_auto_failover: monitor and node1 ready after %.1f s, node2 secondary after %.1f s',
+	$t_node1, $t_setup_done));
 note(autoctl('show', 'state', '--pgdata', "$tmp/monitor"));
+
+# now that the formation stands: health checks every second, a node
+# unhealthy after two seconds, and a dead primary not waited for longer
+# than three (defaults: 5 s, 20 s, 30 s).  Set before node2 joins, they
+# made its joining take a minute instead of seconds: the monitor marked it
+# unhealthy while it was being copied.
+sql_at($monitor_db, "ALTER SYSTEM SET pgautofailover.$_") for (
+	'health_check_period = 1000', 'health_check_timeout = 1000', 'health_check_max_retries = 1',
+	'health_check_retry_delay = 500', 'node_considered_unhealthy_timeout = 2000',
+	'primary_demote_timeout = 3000');
+sql_at($monitor_db, 'SELECT pg_reload_conf()');
 ok( poll_sql($db{node1},
 		"SELECT synchronous_standby = 'pgautofailover_standby_2' AND ha_warning IS NULL FROM webhook_inbox.inbox_health"),
 	'pg_auto_failover replicates synchronously: inbox_health names the standby, no ha_warning');
