@@ -154,9 +154,7 @@ note(autoctl('show', 'state', '--pgdata', "$tmp/monitor"));
 
 # now that the formation stands: health checks every second, a node
 # unhealthy after two seconds, and a dead primary not waited for longer
-# than three (defaults: 5 s, 20 s, 30 s).  Set before node2 joins, they
-# made its joining take a minute instead of seconds: the monitor marked it
-# unhealthy while it was being copied.
+# than three (defaults: 5 s, 20 s, 30 s)
 sql_at($monitor_db, "ALTER SYSTEM SET pgautofailover.$_") for (
 	'health_check_period = 1000', 'health_check_timeout = 1000', 'health_check_max_retries = 1',
 	'health_check_retry_delay = 500', 'node_considered_unhealthy_timeout = 2000',
