@@ -9,7 +9,9 @@
 #	Every event the provider saw a 2xx for is in the new primary's inbox;
 #	the worker, which never ran on the standby (BgWorkerStart_Recovery-
 #	Finished), starts there and drains the inbox; the sweeps repair the
-#	holes and webhook-sim verify finds no wrong object.  On the way,
+#	holes and webhook-sim verify finds no wrong object, and each
+#	PaymentIntent that succeeded fired its effect (an effect rule) exactly
+#	once, whichever primary saved it.  On the way,
 #	inbox_health's synchronous_standby and ha_warning follow the standby:
 #	waiting while none is connected, quiet while one streams, nothing on
 #	the standby, warning again on the promoted server that has none.
@@ -26,6 +28,11 @@ use WorkerTest;
 my ($src, $secret) = ('ha_sync', 'whsec_hasync');
 my $primary = ha_primary('sync_primary');
 add_source($primary, $src, 'stripe', $secret, 'http://127.0.0.1:9');
+# an effect per PaymentIntent that succeeds (an outbox kind: it waits for a
+# consumer), to count across the failover
+$primary->safe_psql('postgres', q{
+	INSERT INTO webhook_inbox.effect_rules (object_type, from_status, to_status, kind, request, owner)
+	VALUES ('payment_intent', '*', 'succeeded', 'receipt', '{"payment_intent": "{object_id}"}', 'operations')});
 
 # named but not connected yet: commits would wait, and inbox_health says so
 $primary->append_conf('postgresql.conf', "synchronous_standby_names = 'sync_standby'\n");
@@ -63,6 +70,7 @@ my $new = $standby->connstr('postgres');
 # claims the old primary's worker held: their leases (webhook_inbox.lease)
 # must run out before the new worker takes the objects over
 my $claimed_at_stop = sql_at($new, "SELECT count(*) FROM webhook_inbox.inbox WHERE status = 'processing'");
+my $effects_at_stop = sql_at($new, "SELECT count(*) FROM webhook_inbox.effects WHERE kind = 'receipt'");
 my $at_stop = $half->{acked};
 ok(SimTest::poll_until(sub { my $s = sim_status($sim); $s && $s->{acked} > $at_stop + 20 }, 60),
 	'deliveries are acknowledged again, by the promoted standby');
@@ -90,6 +98,16 @@ cmp_ok(sql_at($new, 'SELECT claimed FROM webhook_inbox.worker_stats()'), '>', 0,
 	"the promoted standby's worker claimed objects");
 my $repaired = sweep_and_verify_at($new, $src, $sim, 'sync failover');
 cmp_ok($repaired, '>', 0, "the sweeps repaired the holes ($repaired)");
+
+# effects: one per PaymentIntent that succeeded, whichever primary saved it
+my @succeeded = sort map { $_->{id} }
+  grep { $_->{type} eq 'payment_intent' && ($_->{status} // '') eq 'succeeded' } @{ sim_truth($sim)->{objects} };
+cmp_ok(scalar(@succeeded), '>', 0, 'PaymentIntents succeeded during the stream (' . scalar(@succeeded) . ')');
+is(sql_at($new, "SELECT string_agg(object_id || ' ' || n, ',' ORDER BY object_id) FROM "
+	  . "(SELECT object_id, count(*) n FROM webhook_inbox.effects WHERE kind = 'receipt' GROUP BY 1) e"),
+	join(',', map { "$_ 1" } @succeeded),
+	'each succeeded PaymentIntent fired its effect exactly once across the failover');
+diag(sprintf('sync failover: %d effects, %d of them fired on the old primary', scalar(@succeeded), $effects_at_stop));
 
 # the promoted server has no standby of its own: the warning is back
 is(sql_at($new, 'SHOW synchronous_standby_names'), '', 'the promoted standby has no synchronous_standby_names');
