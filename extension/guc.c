@@ -32,6 +32,12 @@ int			wi_sweep_lookback_s = 30 * 86400;
 char	   *wi_effects_fault = NULL;
 
 /*
+ * Read by SQL only (inbox_health, through current_setting()), so the C code
+ * keeps no extern for it.
+ */
+static bool wi_require_synchronous_standby = false;
+
+/*
  * Define the settings.  The worker's database can only be chosen at server
  * start, so it exists only when the library is preloaded (a postmaster-level
  * setting cannot be created in a running server).
@@ -118,5 +124,10 @@ wi_guc_init(bool preloading)
 							   "Ends the session at that point, as a crash would. Leave empty in production.",
 							   &wi_effects_fault, "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomBoolVariable("webhook_inbox.require_synchronous_standby",
+							 "Whether inbox_health warns (ha_warning) when this primary acknowledges commits without a synchronous standby.",
+							 "A 2xx is a promise that the delivery survives a failover, which only synchronous replication keeps: on when the database has a standby.",
+							 &wi_require_synchronous_standby, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("webhook_inbox");
 }

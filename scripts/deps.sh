@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES="postgresql-15 postgresql-server-dev-15 libevent-dev libcurl4-openssl-dev libssl-dev
 libpq-dev libipc-run-perl make gcc clang libclang-rt-14-dev curl
 debhelper postgresql-server-dev-all dpkg-dev pkg-config man-db groff-base nodejs
-prometheus prometheus-postgres-exporter python3-psycopg"
+prometheus prometheus-postgres-exporter python3-psycopg postgresql-15-auto-failover haproxy"
 
 missing=""
 for p in $PACKAGES; do

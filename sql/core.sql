@@ -1303,6 +1303,37 @@ COMMENT ON PROCEDURE @extschema@.prune_in_batches(interval, interval, integer, b
 -- Views for operators
 ---------------------------------------------------------------------------
 
+/*
+ * Whether this server's 2xx promise survives a failover: the synchronous
+ * standbys confirming its commits now (pg_stat_replication, which only
+ * pg_read_all_stats may read in full: hence SECURITY DEFINER), and, when
+ * webhook_inbox.require_synchronous_standby is on, why a primary would
+ * acknowledge a delivery that a promoted standby may not have (or why its
+ * commits wait).  A server in recovery acknowledges nothing: no warning.
+ * synchronous_commit is the caller's, which is the server's unless a role or
+ * database setting changes it.
+ */
+CREATE FUNCTION @extschema@._synchronous_standby(OUT synchronous_standby text, OUT ha_warning text)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	SELECT r.standbys,
+		   CASE WHEN NOT coalesce(current_setting('webhook_inbox.require_synchronous_standby', true), 'off')::boolean
+					 OR pg_is_in_recovery() THEN NULL
+				WHEN current_setting('synchronous_standby_names') = '' THEN
+					'synchronous_standby_names is empty: commits are acknowledged without a standby, and a failover loses the last acknowledged deliveries'
+				WHEN current_setting('synchronous_commit') IN ('off', 'local') THEN
+					format('synchronous_commit is %s: commits are acknowledged without waiting for a standby, and a failover loses the last acknowledged deliveries',
+						   current_setting('synchronous_commit'))
+				WHEN r.standbys IS NULL THEN
+					format('no synchronous standby is connected (synchronous_standby_names is %s): commits wait for one, deliveries are not answered',
+						   current_setting('synchronous_standby_names'))
+		   END
+	  FROM (SELECT string_agg(application_name, ',' ORDER BY application_name)
+					 FILTER (WHERE sync_state IN ('sync', 'quorum')) AS standbys
+			  FROM pg_stat_replication) r
+$$;
+COMMENT ON FUNCTION @extschema@._synchronous_standby() IS
+	'inbox_health''s synchronous_standby (the standbys confirming commits now) and ha_warning (with webhook_inbox.require_synchronous_standby on: why this primary acknowledges without a synchronous standby, or why its commits wait).';
+
 CREATE VIEW @extschema@.inbox_health AS
 SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
 	   coalesce(now() - min(received_at) FILTER (WHERE status = 'pending'), '0 seconds') AS oldest_pending_age,
@@ -1311,9 +1342,11 @@ SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
 	   count(*) FILTER (WHERE status = 'quarantined') AS quarantined,
 	   coalesce((SELECT jsonb_object_agg(r, c) FROM (
 			SELECT coalesce(split_part(reason, ':', 1), 'unknown') AS r, count(*) AS c
-			  FROM webhook_inbox.inbox WHERE status = 'quarantined' GROUP BY 1) q), '{}') AS quarantined_by_reason
+			  FROM webhook_inbox.inbox WHERE status = 'quarantined' GROUP BY 1) q), '{}') AS quarantined_by_reason,
+	   (SELECT h.synchronous_standby FROM webhook_inbox._synchronous_standby() h) AS synchronous_standby,
+	   (SELECT h.ha_warning FROM webhook_inbox._synchronous_standby() h) AS ha_warning
   FROM webhook_inbox.inbox
  WHERE status IN ('pending', 'processing', 'retry', 'quarantined');
 COMMENT ON VIEW @extschema@.inbox_health IS
-	'What to alert on: pending count, oldest pending age, retrying, and quarantined by reason.';
+	'What to alert on: pending count, oldest pending age, retrying, quarantined by reason, the synchronous standbys confirming commits, and (with webhook_inbox.require_synchronous_standby on) why this primary acknowledges without one.';
 

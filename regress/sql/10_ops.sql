@@ -200,3 +200,17 @@ SELECT id, status, customer, payment_intent, amount, amount_refunded, currency, 
 SELECT id, status, charge, amount, currency, reason FROM webhook_inbox.stripe_refunds WHERE source = 'ops_stripe';
 SELECT id, status, charge, amount, reason, evidence_due_by AT TIME ZONE 'UTC' AS evidence_due_by FROM webhook_inbox.stripe_disputes WHERE source = 'ops_stripe';
 SELECT id, status, payment_status, mode, customer, subscription, amount_total, client_reference_id FROM webhook_inbox.stripe_checkout_sessions WHERE source = 'ops_stripe';
+
+-- high availability: inbox_health says when a primary acknowledges commits without a
+-- synchronous standby (this server has none; standbys are regress/t/520_ha_sync_failover.pl's)
+SHOW webhook_inbox.require_synchronous_standby;
+SELECT synchronous_standby, ha_warning FROM webhook_inbox.inbox_health;
+SET webhook_inbox.require_synchronous_standby = on;
+SELECT synchronous_standby, ha_warning FROM webhook_inbox.inbox_health;
+SET webhook_inbox.require_synchronous_standby = 'sometimes';
+SET ROLE webhook_inbox_reader;
+SELECT ha_warning IS NOT NULL AS reader_sees_warning FROM webhook_inbox.inbox_health;
+SET webhook_inbox.require_synchronous_standby = off;
+RESET ROLE;
+RESET webhook_inbox.require_synchronous_standby;
+SELECT ha_warning FROM webhook_inbox.inbox_health;

@@ -56,7 +56,7 @@ sub get_json
 {
 	my ($rc, $out) = promtool('', 'check', 'rules', $rules);
 	is($rc, 0, 'promtool check rules accepts monitoring/alerts.yml');
-	like($out, qr/SUCCESS: 7 rules found/, 'all seven rules load');
+	like($out, qr/SUCCESS: 8 rules found/, 'all eight rules load');
 	($rc, $out) = promtool('', 'test', 'rules', $rules_test);
 	is($rc, 0, 'promtool test rules passes') or diag($out);
 	like($out, qr/SUCCESS/, 'the rules unit tests report success');
