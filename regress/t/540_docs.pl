@@ -12,7 +12,8 @@
 #	fresh one with run: db=NAME), shell through bash -e with PG* set to that
 #	database, the tree's binaries first on PATH, and a webhook-receiver of
 #	the test answering at the addresses the docs use (localhost:8080,
-#	127.0.0.1:8080, and :9180 for the admin listener).  In a comment, "→
+#	127.0.0.1:8080, and :9180 for the admin listener); Stripe's API
+#	(https://api.stripe.com in a block) is webhook-sim's.  In a comment, "→
 #	text" is a result the block shows: its output must contain the text (a
 #	remark in brackets after it aside).
 
@@ -20,6 +21,7 @@ use strict;
 use warnings;
 
 use lib 'receiver/t';
+use lib 'tools/test';
 use Cwd qw(abs_path);
 use File::Find;
 use File::Spec;
@@ -28,6 +30,7 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use ReceiverTest;
+use SimTest qw(start_sim stop_proc);
 use Test::More;
 
 my @pages = ('README.md', 'docs/tutorial.md', 'docs/providers.md', 'docs/receiver.md');
@@ -105,7 +108,7 @@ for my $page (@pages)
 		$node->safe_psql($db, 'CREATE EXTENSION webhook_inbox') if $db eq 'app';
 		return $db;
 	};
-	my $receiver;
+	my ($receiver, $sim);
 	for my $b (@run)
 	{
 		my %arg;
@@ -120,9 +123,16 @@ for my $page (@pages)
 		my ($rc, $o, $e);
 		if ($b->{lang} eq 'sql')
 		{
+			# Stripe's API is webhook-sim's (its model's objects, any token)
+			my $text = $b->{text};
+			if ($text =~ m{https://api\.stripe\.com})
+			{
+				$sim //= start_sim('--seed', '1', '--objects', '20', '--events', '100', '--stripe', 'docs:whsec_docs');
+				$text =~ s{https://api\.stripe\.com}{$sim->{url}}g;
+			}
 			($o, $e) = ('', '');
 			IPC::Run::run([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port,
-					'-d', $db, '-f', '-' ], '<', \$b->{text}, '>', \$o, '2>', \$e);
+					'-d', $db, '-f', '-' ], '<', \$text, '>', \$o, '2>', \$e);
 			$rc = $?;
 		}
 		else
@@ -148,6 +158,7 @@ for my $page (@pages)
 				init => sub { chdir $tmp or die });
 			$rc = $?;
 		}
+		note("$where:\n$o");
 		is($rc, 0, "$where: the $b->{lang} block runs") or diag("$b->{text}\n--- output:\n$o\n--- errors:\n$e");
 		for my $want (shown($b->{text}))
 		{
@@ -155,6 +166,7 @@ for my $page (@pages)
 		}
 	}
 	stop_receiver($receiver) if $receiver;
+	stop_proc($sim) if $sim;
 	$node->stop;
 }
 
