@@ -65,6 +65,23 @@ is_deeply([ split /\n/, $out ], [
 	], 'a not-run without reason, a broken fence, a missing anchor and a missing file are each reported')
   or diag($out);
 
+# every reason word the code writes (intake, the worker's rounds, steps and
+# sweeps, and their SQL) is explained in troubleshooting.md
+my $trouble = slurp_file('docs/troubleshooting.md');
+my %reason;
+for my $f (qw(extension/intake.c extension/intake_ids.c extension/round.c extension/step.c extension/sweep.c))
+{
+	$reason{$_} = $f for slurp_file($f) =~ /"([a-z_]+): /g;
+}
+for my $f (qw(sql/core.sql sql/worker.sql))
+{
+	$reason{$_} = $f for slurp_file($f) =~ /'([a-z_]+): /g;
+}
+delete $reason{$_} for qw(webhook_inbox incremental);    # a message prefix; a comment on the layers
+my @unexplained = map { "$_ ($reason{$_})" } grep { $trouble !~ /`\Q$_\E[`:]/ } sort keys %reason;
+ok(keys(%reason) >= 30, 'the reasons the code writes: ' . scalar(keys %reason));
+is("@unexplained", '', 'each is explained in docs/troubleshooting.md');
+
 # --- blocks -------------------------------------------------------------------
 
 my $json = JSON::PP->new;
