@@ -22,8 +22,19 @@
  * committed.  A caller that must treat such a key as a duplicate probes
  * first (wi_bulk_key_exists) and runs the write in a subtransaction whose
  * failure falls back to its ON CONFLICT statement.
+ *
+ * The executor pieces are PostgreSQL 15's: 16 replaced the range table's
+ * permission fields (requiredPerms, ExecCheckRTPerms) with RTEPermissionInfo
+ * and gave ExecInitRangeTable() and ExecInsertIndexTuples() new arguments.
+ * Built against any other major, wi_bulk_open() always returns NULL, and
+ * every caller runs its statement (the path it already takes for a table
+ * with triggers), which is correct everywhere, only slower.
  */
 #include "postgres.h"
+
+#include "bulk.h"
+
+#if PG_VERSION_NUM >= 150000 && PG_VERSION_NUM < 160000
 
 #include "access/genam.h"
 #include "access/stratnum.h"
@@ -46,8 +57,6 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 #include "utils/snapmgr.h"
-
-#include "bulk.h"
 
 /* Rows kept before they are written; intake's batches are smaller. */
 #define BULK_MAX_ROWS	1000
@@ -448,3 +457,40 @@ wi_bulk_key_exists(WiBulk *b, const char *index, Datum *keys, int nkeys)
 	ExecClearTuple(b->keyslot);
 	return found;
 }
+
+#else							/* not PostgreSQL 15 */
+
+/* No direct writer: the callers run their statements. */
+WiBulk *
+wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, int ncols)
+{
+	return NULL;
+}
+
+/* Never reached: no WiBulk is ever opened. */
+void
+wi_bulk_add(WiBulk *b, Datum *values, bool *nulls)
+{
+	elog(ERROR, "webhook_inbox: no direct writer in this build");
+}
+
+void
+wi_bulk_flush(WiBulk *b)
+{
+	elog(ERROR, "webhook_inbox: no direct writer in this build");
+}
+
+void
+wi_bulk_close(WiBulk *b)
+{
+	elog(ERROR, "webhook_inbox: no direct writer in this build");
+}
+
+bool
+wi_bulk_key_exists(WiBulk *b, const char *index, Datum *keys, int nkeys)
+{
+	elog(ERROR, "webhook_inbox: no direct writer in this build");
+	return false;
+}
+
+#endif							/* PG_VERSION_NUM */

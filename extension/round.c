@@ -704,7 +704,17 @@ fetch_claims(Round *rd)
 
 		if (!c->need_fetch)
 			continue;
-		if (c->adapter == NULL)
+		/*
+		 * No request to make.  A tie asked for the present only to decide
+		 * between two contents (GitHub issues: versioned, never fetched by
+		 * id), so it is what it is without a read API, a person's call;
+		 * anything else needed the fetch and lacks its configuration.
+		 */
+		if (c->adapter == NULL && c->counts[WI_OUT_TIE] > 0)
+			give_back(rd->steps, c->token, GIVE_QUARANTINE,
+					  "ambiguous_tie: equal version with different content and no read API for this object type",
+					  0, 0);
+		else if (c->adapter == NULL)
 			give_back(rd->steps, c->token, GIVE_QUARANTINE,
 					  "no_read_api: the source has no read API for this object type", 0, 0);
 		else

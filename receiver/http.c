@@ -5,6 +5,8 @@
  *
  * Routes of the public listener (--listen), the one providers reach:
  *	POST /hooks/{source}	verify, hand to batch.c, answer after COMMIT
+ *							(a Slack source's url_verification handshake is
+ *							answered here, with its challenge, and not stored)
  *	GET  /healthz			the process is alive
  * Routes of the admin listener (--admin-listen, loopback by default), kept
  * off the public one because they show every source's name and traffic:
@@ -402,6 +404,41 @@ rcv_http_complete(rcv_delivery *d, int committed)
 	free(d);
 }
 
+/*
+ * reply_challenge
+ *		Answer Slack's url_verification handshake of source: 200 with
+ *		{"challenge":<token>}, token being the request's own JSON string
+ *		(rcv_slack_challenge() checked it is one).  Nothing is stored: the
+ *		handshake is no event (it has no event_id), and Slack sends it again
+ *		whenever the Request URL is saved.
+ */
+static void
+reply_challenge(struct evhttp_request *req, const char *source,
+				const unsigned char *token, size_t len)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	struct evbuffer *body = evbuffer_new();
+
+	if (body == NULL ||
+		evbuffer_add(body, "{\"challenge\":", 13) != 0 ||
+		evbuffer_add(body, token, len) != 0 ||
+		evbuffer_add(body, "}", 1) != 0)
+	{
+		if (body)
+			evbuffer_free(body);
+		reply(req, source, source, 503, "out of memory", "out_of_memory");
+		return;
+	}
+	rcv_metrics_request(source, 200);
+	rcv_log(RCV_LOG_INFO, "answered slack url_verification: source=%s", source);
+	evhttp_add_header(out, "Content-Type", "application/json");
+	if (h.stopping)
+		evhttp_add_header(out, "Connection", "close");
+	mark_ours(req);
+	evhttp_send_reply(req, 200, "OK", body);
+	evbuffer_free(body);
+}
+
 /* ---------------------------------------------------------------------
  * Routes
  * --------------------------------------------------------------------- */
@@ -472,6 +509,8 @@ handle_hook(struct evhttp_request *req, const char *name)
 	rcv_delivery *d = NULL;
 	const unsigned char *body;
 	rcv_verify_result r;
+	const unsigned char *challenge;
+	size_t		challenge_len;
 	char		safe[80];
 	size_t		len;
 	int			nhdrs = 0;
@@ -538,6 +577,13 @@ handle_hook(struct evhttp_request *req, const char *name)
 	if (h.stopping)
 	{
 		reply(req, src->name, src->name, 503, "shutting down", "shutting_down");
+		free(hdrs);
+		return;
+	}
+	if (src->verifier.scheme->kind == WI_KIND_slack &&
+		rcv_slack_challenge(body, len, &challenge, &challenge_len))
+	{
+		reply_challenge(req, src->name, challenge, challenge_len);
 		free(hdrs);
 		return;
 	}

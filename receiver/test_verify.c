@@ -298,12 +298,61 @@ test_decoders_and_encoding(void)
 	free(lit);
 }
 
+/*
+ * Slack's url_verification body (the example of Slack's url_verification
+ * event page) is recognised with its challenge token; other bodies are
+ * ordinary deliveries.
+ */
+static void
+test_slack_challenge(void)
+{
+	static const struct
+	{
+		const char *body;
+		const char *token;		/* NULL: not the handshake */
+	}			cases[] = {
+		{"{\"token\": \"Jhj5dZrVaK7ZwHHjRyZWjbDl\", \"challenge\": "
+		 "\"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P\", \"type\": \"url_verification\"}",
+		"\"3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P\""},
+		{" {\"type\":\"url_verification\",\"x\":{\"a\":[1,\"}\",null]},\"challenge\":\"a\\\"b\\u00e9\"}\n",
+		"\"a\\\"b\\u00e9\""},
+		{"{\"type\":\"event_callback\",\"challenge\":\"abc\",\"event_id\":\"Ev1\"}", NULL},
+		{"{\"type\":\"url_verification\"}", NULL},
+		{"{\"type\":\"url_verification\",\"challenge\":\"\"}", NULL},
+		{"{\"type\":\"url_verification\",\"challenge\":42}", NULL},
+		{"{\"type\":\"url_verification\",\"challenge\":\"abc\"", NULL},
+		{"{\"type\":\"url_verification\",\"challenge\":\"abc\"} x", NULL},
+		{"{\"type\":\"url_verification\",\"challenge\":\"a\\qb\"}", NULL},
+		{"{\"type\":\"url_verification\",\"challenge\":\"a\nb\"}", NULL},
+		{"{\"event\":{\"type\":\"url_verification\"},\"challenge\":\"abc\"}", NULL},
+		{"[\"url_verification\"]", NULL},
+		{"", NULL},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		const unsigned char *tok = NULL;
+		size_t		n = 0;
+		int			got = rcv_slack_challenge((const unsigned char *) cases[i].body,
+											  strlen(cases[i].body), &tok, &n);
+
+		checks++;
+		if (cases[i].token == NULL ? got != 0 :
+			(got != 1 || n != strlen(cases[i].token) || memcmp(tok, cases[i].token, n) != 0))
+		{
+			failures++;
+			fprintf(stderr, "FAIL slack challenge case %zu: got %d\n", i, got);
+		}
+	}
+}
+
 int
 main(void)
 {
 	test_standard_published();
 	test_github_published();
 	test_slack_published();
+	test_slack_challenge();
 	test_other_schemes();
 	test_every_kind();
 	test_decoders_and_encoding();

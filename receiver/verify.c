@@ -13,6 +13,10 @@
  * Written from the providers' published specifications (see
  * docs/receiver.md); nothing here logs, allocates per request, or knows
  * about HTTP.
+ *
+ * Also here, because it is the same kind of pure reading of a verified
+ * body: rcv_slack_challenge(), which recognises Slack's url_verification
+ * handshake so that the receiver can echo its challenge.
  */
 #include "verify.h"
 
@@ -792,6 +796,179 @@ rcv_verifier_check(const rcv_verifier *v, const char **problem)
 		return -1;
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------------
+ * Slack's url_verification handshake
+ * --------------------------------------------------------------------- */
+
+/* Skip JSON whitespace from p; returns the first other position. */
+static const unsigned char *
+json_ws(const unsigned char *p, const unsigned char *end)
+{
+	while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+		p++;
+	return p;
+}
+
+/*
+ * json_string
+ *		p points at a '"': returns the position after the closing quote of a
+ *		valid JSON string (escapes checked, no raw control characters), or
+ *		NULL.  Bytes of 0x80 and up are taken as they are.
+ */
+static const unsigned char *
+json_string(const unsigned char *p, const unsigned char *end)
+{
+	if (p >= end || *p != '"')
+		return NULL;
+	for (p++; p < end; p++)
+	{
+		if (*p == '"')
+			return p + 1;
+		if (*p < 0x20)
+			return NULL;
+		if (*p != '\\')
+			continue;
+		if (++p >= end)
+			return NULL;
+		if (*p == 'u')
+		{
+			if (end - p < 5)
+				return NULL;
+			for (int i = 1; i <= 4; i++)
+				if (!isxdigit(p[i]))
+					return NULL;
+			p += 4;
+		}
+		else if (strchr("\"\\/bfnrt", *p) == NULL || *p == '\0')
+			return NULL;
+	}
+	return NULL;
+}
+
+/*
+ * json_skip
+ *		Skip one JSON value of any type starting at p (strings exactly;
+ *		objects and arrays by their brackets, with the strings inside
+ *		skipped exactly; numbers and literals up to the next delimiter).
+ *		Returns the position after it, or NULL when it is not well formed
+ *		enough to be skipped.  Nesting is bounded by depth.
+ */
+static const unsigned char *
+json_skip(const unsigned char *p, const unsigned char *end, int depth)
+{
+	if (p >= end)
+		return NULL;
+	if (*p == '"')
+		return json_string(p, end);
+	if (*p == '{' || *p == '[')
+	{
+		unsigned char close = *p == '{' ? '}' : ']';
+
+		if (depth > 64)
+			return NULL;
+		p = json_ws(p + 1, end);
+		if (p < end && *p == close)
+			return p + 1;
+		for (;;)
+		{
+			if (close == '}')
+			{
+				if ((p = json_string(p, end)) == NULL)
+					return NULL;
+				p = json_ws(p, end);
+				if (p >= end || *p != ':')
+					return NULL;
+				p = json_ws(p + 1, end);
+			}
+			if ((p = json_skip(p, end, depth + 1)) == NULL)
+				return NULL;
+			p = json_ws(p, end);
+			if (p >= end)
+				return NULL;
+			if (*p == close)
+				return p + 1;
+			if (*p != ',')
+				return NULL;
+			p = json_ws(p + 1, end);
+		}
+	}
+	/* a number, true, false or null: its characters up to a delimiter */
+	{
+		const unsigned char *start = p;
+
+		while (p < end && (isalnum(*p) || *p == '-' || *p == '+' || *p == '.'))
+			p++;
+		return p > start ? p : NULL;
+	}
+}
+
+/*
+ * rcv_slack_challenge
+ *		Whether body (len bytes, already verified as the source's) is Slack's
+ *		url_verification request: a JSON object whose top-level "type" is
+ *		the string "url_verification" and whose "challenge" is a non-empty
+ *		string.  If so, returns 1 and sets *challenge and *challenge_len to
+ *		the challenge's JSON token, quotes and escapes included, inside body
+ *		(valid JSON, so it can be echoed as {"challenge":<token>}); else 0.
+ *		Anything else, malformed JSON included, is an ordinary delivery.
+ */
+int
+rcv_slack_challenge(const unsigned char *body, size_t len,
+					const unsigned char **challenge, size_t *challenge_len)
+{
+	const unsigned char *end = body + len;
+	const unsigned char *p = json_ws(body, end);
+	const unsigned char *chal = NULL;
+	size_t		chal_len = 0;
+	int			is_handshake = 0;
+	static const char type_value[] = "\"url_verification\"";
+
+	if (p >= end || *p != '{')
+		return 0;
+	p = json_ws(p + 1, end);
+	if (p < end && *p == '}')
+		return 0;
+	for (;;)
+	{
+		const unsigned char *key = p;
+		const unsigned char *value;
+		size_t		key_len;
+
+		if ((p = json_string(p, end)) == NULL)
+			return 0;
+		key_len = (size_t) (p - key);
+		p = json_ws(p, end);
+		if (p >= end || *p != ':')
+			return 0;
+		value = p = json_ws(p + 1, end);
+		if ((p = json_skip(p, end, 0)) == NULL)
+			return 0;
+		if (key_len == 6 && memcmp(key, "\"type\"", 6) == 0)
+			is_handshake = (size_t) (p - value) == sizeof(type_value) - 1 &&
+				memcmp(value, type_value, sizeof(type_value) - 1) == 0;
+		else if (key_len == 11 && memcmp(key, "\"challenge\"", 11) == 0)
+		{
+			/* a string of at least one character, or no challenge */
+			chal = *value == '"' && p - value > 2 ? value : NULL;
+			chal_len = chal ? (size_t) (p - value) : 0;
+		}
+		p = json_ws(p, end);
+		if (p >= end)
+			return 0;
+		if (*p == '}')
+			break;
+		if (*p != ',')
+			return 0;
+		p = json_ws(p + 1, end);
+	}
+	/* nothing but whitespace may follow the object */
+	if (json_ws(p + 1, end) != end || !is_handshake || chal == NULL)
+		return 0;
+	*challenge = chal;
+	*challenge_len = chal_len;
+	return 1;
 }
 
 static const char *const reasons[RCV_NUM_RESULTS] = {

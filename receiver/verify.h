@@ -98,6 +98,14 @@ extern int	rcv_hex_decode(const char *s, size_t slen, unsigned char *out,
 extern int	rcv_base64_decode(const char *s, size_t slen, unsigned char *out,
 							  size_t outmax, size_t *outlen);
 
+/*
+ * Slack's url_verification handshake in a verified body: 1 and the
+ * challenge's JSON string token (inside body), or 0.
+ */
+extern int	rcv_slack_challenge(const unsigned char *body, size_t len,
+								const unsigned char **challenge,
+								size_t *challenge_len);
+
 /* Wipe and free what a scheme's decode_secret() filled in. */
 extern void rcv_secret_free(rcv_secret *s);
 

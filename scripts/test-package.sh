@@ -3,7 +3,9 @@
 # packages (scripts/deb.sh), checks what they contain, installs them, and
 # runs regress/package/600_package.pl against the installed files: the
 # pg_regress suite on a clean cluster, the upgrade from 0.1.0, the packaged
-# receiver with its packaged configuration, systemd-analyze on its unit.
+# receiver with its packaged configuration, systemd-analyze on its unit;
+# installed with dpkg, also 610_package_service.pl as root: the service's
+# user logging in to a stock cluster as the README configures it.
 #
 # How the packages are installed (WI_PACKAGE_INSTALL):
 #   namespace  dpkg -i in a private mount namespace whose /usr, /etc and /var
@@ -133,13 +135,16 @@ fi
 
 # the checks run as the unprivileged user, from a copy of the test files
 mkdir -p "$WORK/tree"
-cp -a regress Makefile "$WORK/tree/"
+cp -a regress Makefile README.md "$WORK/tree/"
 chown -R "$RUN_USER" "$WORK/tree" "$WORK/receiver.conf"
 PGDIR="$PKG_ROOT/usr/lib/postgresql/15"
 PGDIR="${PGDIR//\/\//\/}"
 if as_user env WI_PKG_ROOT="$PKG_ROOT" WI_PKG_MODE="$MODE" WI_PKG_CONF="$WORK/receiver.conf" \
 	PG_REGRESS="$PGDIR/lib/pgxs/src/test/regress/pg_regress" \
-	sh -c "cd '$WORK/tree' && prove --timer -I '$PGDIR/lib/pgxs/src/test/perl' -I regress/t regress/package/*.pl"; then
+	sh -c "cd '$WORK/tree' && prove --timer -I '$PGDIR/lib/pgxs/src/test/perl' -I regress/t regress/package/*.pl" &&
+	# the service as installed: its own user, on a stock cluster (as root)
+	{ [ "$MODE" != dpkg ] || (cd "$WORK/tree" && env WI_PKG_MODE="$MODE" WI_PKG_NAMESPACE="${WI_PACKAGE_NAMESPACE:-}" \
+		prove --timer -I "$PGDIR/lib/pgxs/src/test/perl" -I regress/t regress/package/610_package_service.pl); }; then
 	keep=0
 else
 	echo "package test failed (kept in $WORK)" >&2

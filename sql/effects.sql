@@ -316,7 +316,7 @@ COMMENT ON FUNCTION @extschema@.resolve_effect(bigint, text, text) IS
 CREATE FUNCTION @extschema@.claim_effects(worker text, kinds text[], max_effects integer DEFAULT 10,
 	lease interval DEFAULT '30 seconds')
 RETURNS SETOF webhook_inbox.effects
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
 	IF worker IS NULL OR worker = '' OR kinds IS NULL OR cardinality(kinds) = 0 THEN
 		RAISE EXCEPTION 'worker and kinds must not be empty' USING ERRCODE = 'invalid_parameter_value';
@@ -347,12 +347,12 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.claim_effects(text, text[], integer, interval) IS
-	'Outbox for local consumers: claims due effects of the given kinds under a lease with a fencing token.';
+	'Outbox for local consumers: claims due effects of the given kinds (never http) under a lease with a fencing token. Security definer, for webhook_inbox_application.';
 
 CREATE FUNCTION @extschema@.complete_effect(effect_id bigint, claim_token bigint, outcome text DEFAULT 'done',
 	response text DEFAULT NULL)
 RETURNS text
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	n integer;
 BEGIN
@@ -378,7 +378,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.complete_effect(bigint, bigint, text, text) IS
-	'Finishes an outbox effect claimed with claim_effects(); refused for a token that is no longer current.';
+	'Finishes an outbox effect claimed with claim_effects(); refused for a token that is no longer current. Security definer, for webhook_inbox_application.';
 
 CREATE PROCEDURE @extschema@.run_effects(max_effects integer DEFAULT 10, worker text DEFAULT 'sql')
 AS 'MODULE_PATHNAME', 'wi_run_effects'

@@ -9,7 +9,8 @@
 // lost connection missed.
 //
 // Connection: the usual PG* environment variables (PGHOST, PGPORT,
-// PGDATABASE, PGUSER, PGPASSWORD) or DATABASE_URL.
+// PGDATABASE, PGUSER, PGPASSWORD) or DATABASE_URL; log in as a member of
+// webhook_inbox_application (the typed views and the outbox, nothing else).
 //   WI_KINDS        comma-separated effect kinds to execute (default: email)
 //   WI_WORKER       this consumer's name in the leases (default: node-<pid>)
 //   WI_POLL_MS      fallback drain interval (default: 60000)

@@ -9,7 +9,8 @@ when such effects become due) and drains the outbox again on every
 notification; a slow timer catches what a lost connection missed.
 
 Connection: a libpq connection string in DATABASE_URL, else the PG*
-environment variables.
+environment variables; log in as a member of webhook_inbox_application (the
+typed views and the outbox, nothing else).
   WI_KINDS       comma-separated effect kinds to execute (default: email)
   WI_WORKER      this consumer's name in the leases (default: python-<pid>)
   WI_POLL_S      fallback drain interval in seconds (default: 60)

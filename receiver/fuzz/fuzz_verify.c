@@ -8,7 +8,8 @@
  * request headers, and the rest is the body.  The harness checks that
  * nothing crashes or reads out of bounds (ASan/UBSan), that every result is
  * a known one, and, as a standing known answer, that the Standard Webhooks
- * published example still verifies.
+ * published example still verifies.  The body also goes through
+ * rcv_slack_challenge(), whose challenge must lie inside it, quoted.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -121,6 +122,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				   (const unsigned char *) p, (size_t) (end - p), 1700000000);
 	if (r < RCV_OK || r >= RCV_NUM_RESULTS)
 		abort();
+	/* Slack's handshake reader: a challenge it finds is a string inside the body */
+	{
+		const unsigned char *tok = NULL;
+		size_t		toklen = 0;
+
+		if (rcv_slack_challenge((const unsigned char *) p, (size_t) (end - p), &tok, &toklen) &&
+			(tok < (const unsigned char *) p || tok + toklen > (const unsigned char *) end ||
+			 toklen < 3 || tok[0] != '"' || tok[toklen - 1] != '"'))
+			abort();
+	}
 	lit = rcv_encode_headers(hdrs, nhdrs);
 	free(lit);
 	free(copy);

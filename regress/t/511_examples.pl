@@ -4,7 +4,8 @@
 #	examples/python (psycopg 3) each read the mirror through a typed view
 #	and execute the effects outbox, woken by LISTEN/NOTIFY only (their
 #	fallback timer is set far beyond the test's deadline), exactly once per
-#	transition, leaving other kinds alone.
+#	transition, leaving other kinds alone; they log in as a member of
+#	webhook_inbox_application, the application's role.
 
 use strict;
 use warnings;
@@ -34,11 +35,14 @@ sub pump
 	return $h->pumpable;
 }
 
+# the examples log in as the application does: a member of
+# webhook_inbox_application, which reads the typed views and runs the outbox
+$node->safe_psql('postgres', 'CREATE ROLE app LOGIN IN ROLE webhook_inbox_application');
 my %env = (
 	PGHOST => $node->host,
 	PGPORT => $node->port,
 	PGDATABASE => 'postgres',
-	PGUSER => scalar(getpwuid($<)),
+	PGUSER => 'app',
 	PGTZ => 'UTC',
 	WI_KINDS => 'email',
 	WI_POLL_MS => 600000,

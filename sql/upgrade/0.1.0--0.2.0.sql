@@ -425,3 +425,12 @@ AS 'MODULE_PATHNAME', 'wi_routes_changed'
 LANGUAGE C;
 CREATE TRIGGER routes_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 	ON @extschema@.routes FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._routes_changed();
+
+-- The application's role (sql/grants.sql); its grants follow with the fragments'
+DO $$
+BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'webhook_inbox_application') THEN
+		CREATE ROLE webhook_inbox_application NOLOGIN;
+	END IF;
+END
+$$;

@@ -1,0 +1,190 @@
+
+# 540_docs.pl
+#	The documentation works as written.  Structure, over every Markdown
+#	file of the tree: each fence is closed, each link to a file names one
+#	that exists and each link to an anchor a heading that has it
+#	(scripts/doc-blocks.pl --check; a file with a broken fence and broken
+#	links shows the check would fail).  Blocks, in README.md and the
+#	docs/ pages readers follow (tutorial, providers, receiver): each sql and
+#	sh block is marked <!-- run --> or <!-- not-run: reason -->, and every
+#	run block runs against a real cluster with the extension, in the file's
+#	order: SQL through psql (ON_ERROR_STOP; in the file's database, or a
+#	fresh one with run: db=NAME), shell through bash -e with PG* set to that
+#	database, the tree's binaries first on PATH, and a webhook-receiver of
+#	the test answering at the addresses the docs use (localhost:8080,
+#	127.0.0.1:8080, and :9180 for the admin listener); Stripe's API
+#	(https://api.stripe.com in a block) is webhook-sim's.  In a comment, "→
+#	text" is a result the block shows: its output must contain the text (a
+#	remark in brackets after it aside).
+
+use strict;
+use warnings;
+
+use lib 'receiver/t';
+use lib 'tools/test';
+use Cwd qw(abs_path);
+use File::Find;
+use File::Spec;
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use ReceiverTest;
+use SimTest qw(start_sim stop_proc);
+use Test::More;
+
+my @pages = ('README.md', 'docs/tutorial.md', 'docs/providers.md', 'docs/receiver.md');
+my %runnable = map { $_ => 1 } qw(sql sh bash shell console);
+
+# --- structure --------------------------------------------------------------
+
+my @md;
+find({ no_chdir => 1, wanted => sub {
+			$File::Find::prune = 1 if m{/(\.git|node_modules|build|tmp_check|results|\.run)$};
+			push @md, $File::Find::name =~ s{^\./}{}r if /\.md$/ && -f;
+		} }, '.');
+@md = sort @md;
+ok(scalar(grep { $_ eq 'docs/receiver.md' } @md), 'the Markdown files of the tree: ' . scalar(@md));
+my ($out, $err) = ('', '');
+IPC::Run::run([ 'perl', 'scripts/doc-blocks.pl', '--check', @md ], '>', \$out, '2>', \$err);
+is($out . $err, '', 'every fence is closed, every link names an existing file and heading');
+
+# the check fails where it should
+my $tmp = PostgreSQL::Test::Utils::tempdir('docs');
+PostgreSQL::Test::Utils::append_to_file("$tmp/bad.md",
+	"# Bad page\n\nSee [this](#bad-page), [that](#nowhere), [a file](missing.md), [one](bad.md#bad-page).\n\n"
+	  . "<!-- not-run: -->\n```sh\ntrue\n```\n\n```sql\nSELECT 1;\n``` and text\n");
+($out, $err) = ('', '');
+IPC::Run::run([ 'perl', 'scripts/doc-blocks.pl', '--check', "$tmp/bad.md" ], '>', \$out, '2>', \$err);
+is_deeply([ split /\n/, $out ], [
+		"$tmp/bad.md:5: not-run needs a reason",
+		"$tmp/bad.md:12: a fence with text after it (``` and text): the block opened at line 10 is not closed by it",
+		"$tmp/bad.md:10: the fence opened here is never closed",
+		"$tmp/bad.md:3: link to #nowhere: no heading with anchor #nowhere in $tmp/bad.md",
+		"$tmp/bad.md:3: link to missing.md: no file " . File::Spec->abs2rel("$tmp/missing.md"),
+	], 'a not-run without reason, a broken fence, a missing anchor and a missing file are each reported')
+  or diag($out);
+
+# every reason word the code writes (intake, the worker's rounds, steps and
+# sweeps, and their SQL) is explained in troubleshooting.md
+my $trouble = slurp_file('docs/troubleshooting.md');
+my %reason;
+for my $f (qw(extension/intake.c extension/intake_ids.c extension/round.c extension/step.c extension/sweep.c))
+{
+	$reason{$_} = $f for slurp_file($f) =~ /"([a-z_]+): /g;
+}
+for my $f (qw(sql/core.sql sql/worker.sql))
+{
+	$reason{$_} = $f for slurp_file($f) =~ /'([a-z_]+): /g;
+}
+delete $reason{$_} for qw(webhook_inbox incremental);    # a message prefix; a comment on the layers
+my @unexplained = map { "$_ ($reason{$_})" } grep { $trouble !~ /`\Q$_\E[`:]/ } sort keys %reason;
+ok(keys(%reason) >= 30, 'the reasons the code writes: ' . scalar(keys %reason));
+is("@unexplained", '', 'each is explained in docs/troubleshooting.md');
+
+# --- blocks -------------------------------------------------------------------
+
+my $json = JSON::PP->new;
+my %blocks;
+for my $page (@pages)
+{
+	($out, $err) = ('', '');
+	IPC::Run::run([ 'perl', 'scripts/doc-blocks.pl', '--blocks', $page ], '>', \$out, '2>', \$err)
+	  or die "doc-blocks.pl --blocks $page: $err";
+	$blocks{$page} = [ map { $json->decode($_) } split /\n/, $out ];
+	my @unmarked = map { "$page:$_->{line} ($_->{lang})" }
+	  grep { $runnable{ $_->{lang} } && !($_->{marker} && $_->{marker} =~ /^(run|not-run)$/) } @{ $blocks{$page} };
+	is("@unmarked", '', "$page: every sql and sh block is marked run or not-run");
+}
+
+my $bin = abs_path('.');
+my $path = "$bin/receiver:$bin/tools:$ENV{PATH}";
+
+# a block's "→ text" comments: what its output must show
+sub shown
+{
+	my ($text) = @_;
+	my @shown = $text =~ /(?:--|#)[^\n]*?→\s*([^\n]+?)\s*$/mg;
+	s/\s+\([^()]*\)$// for @shown;    # a remark in brackets after the result
+	return @shown;
+}
+
+for my $page (@pages)
+{
+	my @run = grep { ($_->{marker} // '') eq 'run' } @{ $blocks{$page} };
+	next unless @run;
+	(my $name = $page) =~ s/\W+/_/g;
+	my $node = PostgreSQL::Test::Cluster->new("docs_$name");
+	$node->init;
+	$node->start;
+	my %made;
+	my $database = sub {
+		my ($db) = @_;
+		return $db if $made{$db}++;
+		$node->safe_psql('postgres', qq{CREATE DATABASE "$db"});
+		$node->safe_psql($db, 'CREATE EXTENSION webhook_inbox') if $db eq 'app';
+		return $db;
+	};
+	my ($receiver, $sim);
+	for my $b (@run)
+	{
+		my %arg;
+		for my $kv (split /\s+(?=\w+=)/, ($b->{arg} // ''))
+		{
+			my ($k, $v) = $kv =~ /^(\w+)=(.*)$/ or die "$page:$b->{line}: run: NAME=value, not $kv";
+			$v =~ s/^'(.*)'$/$1/;
+			$arg{$k} = $v;
+		}
+		my $db = $database->(delete $arg{db} // 'app');
+		my $where = "$page:$b->{line}";
+		my ($rc, $o, $e);
+		if ($b->{lang} eq 'sql')
+		{
+			# Stripe's API is webhook-sim's (its model's objects, any token)
+			my $text = $b->{text};
+			if ($text =~ m{https://api\.stripe\.com})
+			{
+				$sim //= start_sim('--seed', '1', '--objects', '20', '--events', '100', '--stripe', 'docs:whsec_docs');
+				$text =~ s{https://api\.stripe\.com}{$sim->{url}}g;
+			}
+			($o, $e) = ('', '');
+			IPC::Run::run([ 'psql', '-X', '-v', 'ON_ERROR_STOP=1', '-h', $node->host, '-p', $node->port,
+					'-d', $db, '-f', '-' ], '<', \$text, '>', \$o, '2>', \$e);
+			$rc = $?;
+		}
+		else
+		{
+			my $text = $b->{text};
+			if ($text =~ /(localhost|127\.0\.0\.1):(8080|9180)\b/)
+			{
+				unless ($receiver)
+				{
+					$node->safe_psql($db, 'CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver');
+					$receiver = start_receiver($node, { _db => $node->connstr($db) . ' user=rcv' });
+				}
+				$text =~ s/\b(localhost|127\.0\.0\.1):8080\b/127.0.0.1:$receiver->{port}/g;
+				$text =~ s/\b(localhost|127\.0\.0\.1):9180\b/127.0.0.1:$receiver->{admin_port}/g;
+			}
+			local $ENV{PATH} = $path;
+			local $ENV{PGHOST} = $node->host;
+			local $ENV{PGPORT} = $node->port;
+			local $ENV{PGDATABASE} = $db;
+			local @ENV{ keys %arg } = values %arg;
+			($o, $e) = ('', '');
+			IPC::Run::run([ 'bash', '-e', '-o', 'pipefail', '-c', $text ], '<', \undef, '>', \$o, '2>', \$e,
+				init => sub { chdir $tmp or die });
+			$rc = $?;
+		}
+		note("$where:\n$o");
+		is($rc, 0, "$where: the $b->{lang} block runs") or diag("$b->{text}\n--- output:\n$o\n--- errors:\n$e");
+		for my $want (shown($b->{text}))
+		{
+			like($o, qr/\Q$want\E/, "$where: shows $want") or diag("--- output:\n$o\n--- errors:\n$e");
+		}
+	}
+	stop_receiver($receiver) if $receiver;
+	stop_proc($sim) if $sim;
+	$node->stop;
+}
+
+done_testing();
