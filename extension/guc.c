@@ -10,6 +10,7 @@
 
 #include "utils/guc.h"
 
+#include "seal.h"
 #include "webhook_inbox.h"
 
 char	   *wi_database = NULL;
@@ -118,5 +119,10 @@ wi_guc_init(bool preloading)
 							   "Ends the session at that point, as a crash would. Leave empty in production.",
 							   &wi_effects_fault, "",
 							   PGC_SUSET, GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
+	DefineCustomStringVariable("webhook_inbox.key_file",
+							   "File holding the 256-bit key that encrypts tenants' credentials at rest (32 bytes, or 64 hexadecimal digits).",
+							   "Kept outside the database, readable by the server's user only: a dump or a copied table holds ciphertext only.",
+							   &wi_key_file, "",
+							   PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("webhook_inbox");
 }
