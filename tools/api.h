@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "github_app.h"
 #include "model.h"
 #include "util.h"
 
@@ -38,6 +39,7 @@ typedef struct api_options
 	const char *request_log;	/* file: one line per API request, or NULL */
 	int			idempotency_ttl;	/* seconds Stripe keeps a key (86400) */
 	uint64_t	seed;			/* of the fault draws */
+	gh_app_options github_app;	/* app_id NULL: no GitHub App */
 } api_options;
 
 /* Renders the JSON of GET /_sim/status into out. */

@@ -61,6 +61,8 @@ struct sim_api
 	id_map		idem_index;		/* idempotency key -> index in idem */
 	idem_entry *idem;
 	long		nidem;
+
+	struct gh_app *gh_app;		/* NULL unless --github-app (github_app.c) */
 };
 
 /* Parse a query string or form body (percent-decoding, '+' as space). */
@@ -82,6 +84,18 @@ extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *
 /* GitHub: GET /repos/{owner}/{repo}/{issues|pulls}[/{number}] */
 extern void github_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						  const char *query);
+/*
+ * A GitHub App (github_app.c): POST /app/installations/{id}/access_tokens,
+ * GET /app/installations, GET /installation/repositories; whether the
+ * request's installation token may read repo (NULL: is valid at all; when
+ * not, it has answered 401, 403 or 404); the /_sim/github/ endpoints.
+ */
+extern void github_app_handle(sim_api *api, struct evhttp_request *req, const char *path,
+							  const char *query);
+extern int	github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *repo);
+extern void github_app_sim(sim_api *api, struct evhttp_request *req, const char *path,
+						   const char *query);
+
 /* Shopify: GET /admin/api/{version}/orders[/{id}].json */
 extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
