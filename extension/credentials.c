@@ -146,8 +146,13 @@ status_of(const char *action)
 	return WI_AUTH_WAIT;		/* keep the compiler quiet */
 }
 
-WiAuthStatus
-wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, char **reason)
+/*
+ * wi_tenant_auth, and wi_tenant_auth_refused's mint after a refusal
+ * (after_refusal: the token replaces one a read was refused with).
+ */
+static WiAuthStatus
+tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal, char **header,
+			char **reason)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	Oid			types[4] = {INT4OID, TEXTOID, BOOLOID, INT4OID};
@@ -170,7 +175,7 @@ wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, ch
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	args[0] = Int32GetDatum(source_id);
 	args[1] = CStringGetTextDatum(tenant);
-	args[2] = BoolGetDatum((flags & WI_AUTH_FRESH) != 0);
+	args[2] = BoolGetDatum(fresh);
 	rc = SPI_execute_with_args("SELECT action, header, api_base, iss, private_key, reason "
 							   "FROM webhook_inbox._tenant_auth_plan($1, $2, $3)",
 							   3, types, args, NULL, false, 1);
@@ -198,13 +203,15 @@ wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, ch
 	status = token_request(api_base, tenant, jwt, &body);
 	explicit_bzero(jwt, strlen(jwt));
 
-	args[2] = Int32GetDatum((int32) status);
-	args[3] = CStringGetTextDatum(body.data);
-	types[2] = INT4OID;
-	types[3] = TEXTOID;
-	rc = SPI_execute_with_args("SELECT action, header, reason "
-							   "FROM webhook_inbox._tenant_token_answer($1, $2, $3, $4)",
-							   4, types, args, NULL, false, 1);
+	{
+		Oid			atypes[5] = {INT4OID, TEXTOID, INT4OID, TEXTOID, BOOLOID};
+		Datum		aargs[5] = {args[0], args[1], Int32GetDatum((int32) status),
+		CStringGetTextDatum(body.data), BoolGetDatum(after_refusal)};
+
+		rc = SPI_execute_with_args("SELECT action, header, reason "
+								   "FROM webhook_inbox._tenant_token_answer($1, $2, $3, $4, $5)",
+								   5, atypes, aargs, NULL, false, 1);
+	}
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "webhook_inbox: keeping the installation token failed: %s",
 			 SPI_result_code_string(rc));
@@ -214,6 +221,49 @@ wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, ch
 	*header = copy_col(tup, desc, 2, cxt);
 	*reason = copy_col(tup, desc, 3, cxt);
 	SPI_finish();
+	return result;
+}
+
+WiAuthStatus
+wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, char **reason)
+{
+	return tenant_auth(source_id, tenant, (flags & WI_AUTH_FRESH) != 0, false, header, reason);
+}
+
+WiAuthStatus
+wi_tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_header,
+					   char **header, char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	char	   *action;
+	WiAuthStatus result;
+	int			rc;
+
+	*header = NULL;
+	*reason = NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	args[0] = Int32GetDatum(source_id);
+	args[1] = CStringGetTextDatum(tenant);
+	args[2] = CStringGetTextDatum(refused_header ? refused_header : "");
+	rc = SPI_execute_with_args("SELECT action, header, reason "
+							   "FROM webhook_inbox._tenant_auth_refused($1, $2, $3)",
+							   3, types, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: recording a refusal failed: %s", SPI_result_code_string(rc));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	action = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 1));
+	*header = copy_col(tup, desc, 2, cxt);
+	*reason = copy_col(tup, desc, 3, cxt);
+	SPI_finish();
+	if (strcmp(action, "mint") != 0)
+		return status_of(action);
+	result = tenant_auth(source_id, tenant, true, true, header, reason);
 	return result;
 }
 
@@ -261,25 +311,21 @@ wi_tenant_flag(int32 source_id, const char *tenant, const char *reason)
 }
 
 PG_FUNCTION_INFO_V1(wi_tenant_auth_sql);
+PG_FUNCTION_INFO_V1(wi_tenant_reauth_sql);
 PG_FUNCTION_INFO_V1(wi_github_app_jwt_sql);
 PG_FUNCTION_INFO_V1(wi_private_key_bits);
 
-/* _tenant_auth(source_id, tenant, fresh) → (status, header, reason) */
-Datum
-wi_tenant_auth_sql(PG_FUNCTION_ARGS)
+/* (status, header, reason) of a WiAuthStatus, for the SQL functions */
+static Datum
+auth_row(FunctionCallInfo fcinfo, WiAuthStatus status, char *header, char *reason)
 {
 	static const char *const names[] = {"none", "ok", "wait", "flagged"};
 	TupleDesc	desc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};
-	char	   *header;
-	char	   *reason;
-	WiAuthStatus status;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "webhook_inbox: _tenant_auth must return a row");
-	status = wi_tenant_auth(PG_GETARG_INT32(0), text_to_cstring(PG_GETARG_TEXT_PP(1)),
-							PG_GETARG_BOOL(2) ? WI_AUTH_FRESH : 0, &header, &reason);
+		elog(ERROR, "webhook_inbox: a credentials function must return a row");
 	values[0] = CStringGetTextDatum(names[status]);
 	if (header)
 		values[1] = CStringGetTextDatum(header);
@@ -289,7 +335,33 @@ wi_tenant_auth_sql(PG_FUNCTION_ARGS)
 		values[2] = CStringGetTextDatum(reason);
 	else
 		nulls[2] = true;
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+/* _tenant_auth(source_id, tenant, fresh) → (status, header, reason) */
+Datum
+wi_tenant_auth_sql(PG_FUNCTION_ARGS)
+{
+	char	   *header;
+	char	   *reason;
+	WiAuthStatus status;
+
+	status = wi_tenant_auth(PG_GETARG_INT32(0), text_to_cstring(PG_GETARG_TEXT_PP(1)),
+							PG_GETARG_BOOL(2) ? WI_AUTH_FRESH : 0, &header, &reason);
+	PG_RETURN_DATUM(auth_row(fcinfo, status, header, reason));
+}
+
+/* _tenant_reauth(source_id, tenant, refused_header) → (status, header, reason) */
+Datum
+wi_tenant_reauth_sql(PG_FUNCTION_ARGS)
+{
+	char	   *header;
+	char	   *reason;
+	WiAuthStatus status;
+
+	status = wi_tenant_auth_refused(PG_GETARG_INT32(0), text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									text_to_cstring(PG_GETARG_TEXT_PP(2)), &header, &reason);
+	PG_RETURN_DATUM(auth_row(fcinfo, status, header, reason));
 }
 
 /* _github_app_jwt(source) → the JWT the worker would send now */

@@ -32,11 +32,22 @@ typedef enum WiAuthStatus
  * on WAIT and FLAGGED, *reason a palloc'd sentence for the queue (no
  * secret).  Needs a transaction; may POST to the provider's token endpoint
  * (a blocking request bounded by webhook_inbox.http_timeout) and writes the
- * token it obtains, encrypted.  A read refused 401 with a cached token is
- * worth one retry with WI_AUTH_FRESH; a second 401 is wi_tenant_flag().
+ * token it obtains, encrypted.
  */
 extern WiAuthStatus wi_tenant_auth(int32 source_id, const char *tenant, int flags,
 								   char **header, char **reason);
+
+/*
+ * A read for tenant sent refused_header and was answered 401: returns what
+ * to retry with, as wi_tenant_auth does.  A GitHub installation token is
+ * minted again, once: when the token minted after a refusal is refused
+ * too, or the credentials were not minted (a shop's token), the tenant is
+ * flagged (WI_AUTH_FLAGGED).  When another read already replaced the token,
+ * the new one is returned without a request.
+ */
+extern WiAuthStatus wi_tenant_auth_refused(int32 source_id, const char *tenant,
+										   const char *refused_header, char **header,
+										   char **reason);
 
 /* The same, appending the header to *headers (a libcurl list). */
 extern WiAuthStatus wi_tenant_auth_headers(int32 source_id, const char *tenant, int flags,

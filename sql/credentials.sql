@@ -28,6 +28,7 @@ CREATE TABLE @extschema@.tenant_credentials (
 		CONSTRAINT tenant_credentials_status_check CHECK (status IN ('active', 'disabled', 'flagged')),
 	status_reason	text,
 	status_at		timestamptz,
+	refused_at		timestamptz,
 	created_at		timestamptz NOT NULL DEFAULT now(),
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (source_id, tenant),
@@ -52,6 +53,8 @@ COMMENT ON COLUMN @extschema@.tenant_credentials.status IS
 	'active; disabled (by an operator, disable_tenant()); flagged (the provider refused: a suspended or removed installation, a refused key) for engineering.';
 COMMENT ON COLUMN @extschema@.tenant_credentials.status_reason IS 'Why the tenant is disabled or flagged.';
 COMMENT ON COLUMN @extschema@.tenant_credentials.status_at IS 'When status last changed.';
+COMMENT ON COLUMN @extschema@.tenant_credentials.refused_at IS
+	'When the provider last answered 401 to a read with the cached installation token; a token minted after it that is refused too flags the installation.';
 COMMENT ON COLUMN @extschema@.tenant_credentials.created_at IS 'When the row was created.';
 COMMENT ON COLUMN @extschema@.tenant_credentials.updated_at IS 'When the row last changed.';
 REVOKE ALL ON @extschema@.tenant_credentials FROM PUBLIC;
@@ -463,7 +466,7 @@ COMMENT ON FUNCTION @extschema@._flag_tenant(integer, text, text, text) IS
 	'Flags a tenant for engineering (the provider refused its credentials); its reads wait, its objects are never tombstoned for it. A disabled tenant stays disabled; an installation''s cached token is dropped.';
 
 CREATE FUNCTION @extschema@._tenant_token_answer(p_source_id integer, p_tenant text, p_status integer,
-	p_body text, OUT action text, OUT header text, OUT reason text)
+	p_body text, p_after_refusal boolean DEFAULT false, OUT action text, OUT header text, OUT reason text)
 LANGUAGE plpgsql AS $$
 	/*
 	 * GitHub's answer to POST /app/installations/{id}/access_tokens:
@@ -472,6 +475,8 @@ LANGUAGE plpgsql AS $$
 	 * the installation; 401 (the app's JWT refused: a wrong or revoked key, a
 	 * wrong app id) flags the app's key; anything else waits and is tried
 	 * again later.  status 0 is a transport failure, p_body its message.
+	 * p_after_refusal: the token replaces one a read was refused with (see
+	 * _tenant_auth_refused()), so the refusal is remembered.
 	 */
 DECLARE
 	b jsonb;
@@ -499,7 +504,7 @@ BEGIN
 				pg_catalog.clock_timestamp(), exp)
 		ON CONFLICT (source_id, tenant) DO UPDATE
 		   SET secret = EXCLUDED.secret, secret_at = EXCLUDED.secret_at, expires_at = EXCLUDED.expires_at,
-			   updated_at = now()
+			   refused_at = CASE WHEN p_after_refusal THEN c.refused_at END, updated_at = now()
 		 WHERE c.status = 'active';
 		action := 'ok';
 		header := 'Authorization: Bearer ' || tok;
@@ -530,8 +535,71 @@ BEGIN
 	END IF;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._tenant_token_answer(integer, text, integer, text) IS
+COMMENT ON FUNCTION @extschema@._tenant_token_answer(integer, text, integer, text, boolean) IS
 	'For the worker: keeps GitHub''s answer to an installation token request (201: the token, encrypted; 403/404: the installation flagged; 401: the app''s key flagged; else wait).';
+
+CREATE FUNCTION @extschema@._tenant_auth_refused(p_source_id integer, p_tenant text, p_header text,
+	OUT action text, OUT header text, OUT reason text)
+LANGUAGE plpgsql AS $$
+	/*
+	 * A read for (source, tenant) sent p_header and the provider answered
+	 * 401.  A GitHub installation token is minted again once (action mint):
+	 * a cached token can be revoked before its expires_at.  When a token
+	 * minted after a refusal is refused too, or the credentials are not
+	 * minted ones (a shop's or account's token), the tenant is flagged.  When
+	 * another read already replaced the token, action ok gives the new one.
+	 */
+DECLARE
+	c webhook_inbox.tenant_credentials;
+	cur text;
+	what text;
+BEGIN
+	SELECT * INTO c FROM webhook_inbox.tenant_credentials t
+	 WHERE t.source_id = p_source_id AND t.tenant = p_tenant FOR UPDATE;
+	IF FOUND AND c.status <> 'active' THEN
+		action := 'flagged';
+		reason := pg_catalog.format('tenant %s is %s: %s', p_tenant, c.status, c.status_reason);
+		RETURN;
+	END IF;
+	IF FOUND AND c.secret IS NOT NULL THEN
+		cur := webhook_inbox._unseal(c.secret, webhook_inbox._credential_context(c.source_id, c.tenant, 'secret'));
+		what := CASE c.kind WHEN 'shopify_shop' THEN 'X-Shopify-Access-Token: ' ELSE 'Authorization: Bearer ' END;
+		IF what || cur IS DISTINCT FROM p_header THEN
+			action := 'ok';
+			header := what || cur;
+			RETURN;
+		END IF;
+	END IF;
+	IF NOT FOUND AND NOT EXISTS (SELECT FROM webhook_inbox.sources s
+								  WHERE s.id = p_source_id AND s.settings ? 'github_app_id') THEN
+		action := 'wait';
+		reason := pg_catalog.format('no credentials for tenant %s yet', p_tenant);
+		RETURN;
+	END IF;
+	IF FOUND AND c.kind <> 'github_app_installation' THEN
+		action := 'flagged';
+		reason := pg_catalog.format('the provider refused the credentials of tenant %s (401)', p_tenant);
+		PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, c.kind, reason);
+		RETURN;
+	END IF;
+	/* an installation without a row: its first token */
+	IF NOT FOUND THEN
+		action := 'mint';
+		RETURN;
+	END IF;
+	IF c.refused_at IS NOT NULL AND c.secret_at >= c.refused_at THEN
+		action := 'flagged';
+		reason := pg_catalog.format('installation %s refused a token minted after a 401 (401 twice)', p_tenant);
+		PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, c.kind, reason);
+		RETURN;
+	END IF;
+	UPDATE webhook_inbox.tenant_credentials t SET refused_at = pg_catalog.clock_timestamp(), updated_at = now()
+	 WHERE t.source_id = p_source_id AND t.tenant = p_tenant;
+	action := 'mint';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._tenant_auth_refused(integer, text, text) IS
+	'For the worker: a read for (source, tenant) was refused 401 with header. A GitHub installation token is minted again once (mint); a second refusal, or refused static credentials, flags the tenant. Returns secrets: owner only.';
 
 CREATE FUNCTION @extschema@._tenant_auth(source_id integer, tenant text, fresh boolean DEFAULT false,
 	OUT status text, OUT header text, OUT reason text)
@@ -539,6 +607,13 @@ LANGUAGE c STRICT VOLATILE
 AS 'MODULE_PATHNAME', 'wi_tenant_auth_sql';
 COMMENT ON FUNCTION @extschema@._tenant_auth(integer, text, boolean) IS
 	'What the worker''s reads for (source, tenant) send: status none, ok (with the header), wait or flagged (with the reason); mints a GitHub installation token when needed. Returns a secret: owner only, for tests.';
+
+CREATE FUNCTION @extschema@._tenant_reauth(source_id integer, tenant text, refused_header text,
+	OUT status text, OUT header text, OUT reason text)
+LANGUAGE c STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'wi_tenant_reauth_sql';
+COMMENT ON FUNCTION @extschema@._tenant_reauth(integer, text, text) IS
+	'What the worker''s read retries with after a 401 for refused_header: a GitHub installation token minted again once, else flagged. Returns a secret: owner only, for tests.';
 
 CREATE FUNCTION @extschema@._github_app_jwt(source text) RETURNS text
 LANGUAGE c STRICT VOLATILE

@@ -274,6 +274,14 @@ SELECT wi_cred_try($$SELECT webhook_inbox.enable_tenant('cred_shop', 'b.myshopif
 SELECT webhook_inbox.disable_tenant('cred_shop', 'a.myshopify.com', 'paused');
 SELECT webhook_inbox.set_tenant_credentials('cred_shop', 'a.myshopify.com', 'shopify_shop', 'shpat_four');
 SELECT tenant, status, status_reason FROM webhook_inbox.tenant_credentials_status WHERE tenant = 'a.myshopify.com';
+-- a 401: with a token already replaced, the new one; with the current one, the shop is flagged
+SELECT a.* FROM webhook_inbox.sources s,
+	webhook_inbox._tenant_reauth(s.id, 'a.myshopify.com', 'X-Shopify-Access-Token: shpat_three') a WHERE s.name = 'cred_shop';
+SELECT a.* FROM webhook_inbox.sources s,
+	webhook_inbox._tenant_reauth(s.id, 'a.myshopify.com', 'X-Shopify-Access-Token: shpat_four') a WHERE s.name = 'cred_shop';
+SELECT a.* FROM webhook_inbox.sources s,
+	webhook_inbox._tenant_reauth(s.id, 'b.myshopify.com', 'X-Shopify-Access-Token: shpat_x') a WHERE s.name = 'cred_shop';
+SELECT tenant, status, status_reason, owner FROM webhook_inbox.tenant_credentials_status WHERE tenant = 'a.myshopify.com';
 SELECT wi_cred_try($$SELECT webhook_inbox.remove_tenant_credentials('cred_shop', 'b.myshopify.com')$$) AS remove_unknown;
 SELECT webhook_inbox.remove_tenant_credentials('cred_shop', 'a.myshopify.com');
 SELECT s.name, a.* FROM webhook_inbox.sources s, webhook_inbox._tenant_auth(s.id, 'a.myshopify.com') a WHERE s.name = 'cred_shop';

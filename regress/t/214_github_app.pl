@@ -137,6 +137,31 @@ ok(poll_until(sub { my (undef, $h) = auth('101'); $h ne $h3 && $h ne $h1 }, 30),
 my (undef, $h4) = auth('101');
 is(read_issues($h4), 200, 'the new token reads');
 
+# a 401 with a cached token: minted again once; a second 401 flags the installation
+sub reauth
+{
+	my ($tenant, $header) = @_;
+	my $r = $node->safe_psql('postgres',
+		"SELECT status || '|' || coalesce(header, '') || '|' || coalesce(reason, '') FROM webhook_inbox._tenant_reauth($sid, '$tenant', "
+		  . lit($header) . ')');
+	return split /\|/, $r, 3;
+}
+my $minted = sim_tokens()->{101};
+my ($rs, $h5) = reauth('101', $h4);
+ok($rs eq 'ok' && $h5 ne $h4, 'a 401 with the cached token: a new token');
+is(sim_tokens()->{101}, $minted + 1, 'minted once');
+is(read_issues($h5), 200, 'and it reads');
+my ($rs1, $h6) = reauth('101', $h1);
+ok($rs1 eq 'ok' && $h6 eq $h5, 'a 401 for a token already replaced: the current one, no request');
+is(sim_tokens()->{101}, $minted + 1, 'nothing minted');
+my ($rs2, undef, $rr2) = reauth('101', $h5);
+is($rs2, 'flagged', 'the token minted after a 401 is refused too: flagged');
+like($rr2, qr/refused a token minted after a 401 \(401 twice\)/, 'with its reason');
+is(sim_tokens()->{101}, $minted + 1, 'no third token');
+$node->safe_psql('postgres', "SELECT webhook_inbox.enable_tenant('gh', '101')");
+my ($rs3, $h7) = auth('101');
+ok($rs3 eq 'ok' && $h7 ne $h5, 'enabled again: a new token (the refused one is not reused)');
+
 # suspended and removed installations flag only themselves
 my ($s102) = auth('102');
 is($s102, 'ok', 'installation 102 has a token');

@@ -444,6 +444,7 @@ CREATE TABLE @extschema@.tenant_credentials (
 		CONSTRAINT tenant_credentials_status_check CHECK (status IN ('active', 'disabled', 'flagged')),
 	status_reason	text,
 	status_at		timestamptz,
+	refused_at		timestamptz,
 	created_at		timestamptz NOT NULL DEFAULT now(),
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (source_id, tenant),
