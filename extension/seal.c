@@ -64,11 +64,11 @@ hex_value(char c)
 }
 
 /*
- * Reads the key file into *k, or raises an error naming the file and what
- * is wrong with it (never its content).
+ * Reads the key file path into *k, or raises an error naming the file and
+ * what is wrong with it (never its content).
  */
 static void
-load_key(SealKey *k)
+load_key_from(const char *path, SealKey *k)
 {
 	unsigned char buf[160];
 	ssize_t		n;
@@ -78,31 +78,31 @@ load_key(SealKey *k)
 	unsigned int dlen = 0;
 	EVP_MD_CTX *md;
 
-	if (wi_key_file == NULL || wi_key_file[0] == '\0')
+	if (path == NULL || path[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIG_FILE_ERROR),
 				 errmsg("webhook_inbox.key_file is not set"),
 				 errdetail("Provider secrets are encrypted at rest under a key kept in a file outside the database."),
 				 errhint("Create a file holding 64 hexadecimal digits (for example: openssl rand -hex 32 > FILE; chmod 600 FILE) and set webhook_inbox.key_file to its path.")));
-	fd = open(wi_key_file, O_RDONLY | PG_BINARY, 0);
+	fd = open(path, O_RDONLY | PG_BINARY, 0);
 	if (fd < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not open key file \"%s\": %m", wi_key_file),
+				 errmsg("could not open key file \"%s\": %m", path),
 				 errhint("webhook_inbox.key_file must name a file the server can read.")));
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
 	{
 		close(fd);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("key file \"%s\" is not a regular file", wi_key_file)));
+				 errmsg("key file \"%s\" is not a regular file", path)));
 	}
 	if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0)
 	{
 		close(fd);
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIG_FILE_ERROR),
-				 errmsg("key file \"%s\" has group or world access", wi_key_file),
+				 errmsg("key file \"%s\" has group or world access", path),
 				 errdetail("Its permissions are %04o.", (unsigned int) (st.st_mode & 07777)),
 				 errhint("Make it readable by the server's user only: chmod 600.")));
 	}
@@ -111,7 +111,7 @@ load_key(SealKey *k)
 	if (n < 0)
 		ereport(ERROR,
 				(errcode_for_file_access(),
-				 errmsg("could not read key file \"%s\": %m", wi_key_file)));
+				 errmsg("could not read key file \"%s\": %m", path)));
 
 	if (n == SEAL_KEY_LEN)
 		memcpy(k->key, buf, SEAL_KEY_LEN);
@@ -140,7 +140,7 @@ load_key(SealKey *k)
 			explicit_bzero(k->key, sizeof(k->key));
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIG_FILE_ERROR),
-					 errmsg("key file \"%s\" does not hold a 256-bit key", wi_key_file),
+					 errmsg("key file \"%s\" does not hold a 256-bit key", path),
 					 errdetail("It holds %zd bytes; a key is 32 bytes, or 64 hexadecimal digits.", n),
 					 errhint("Generate one with: openssl rand -hex 32.")));
 		}
@@ -160,6 +160,13 @@ load_key(SealKey *k)
 	}
 	EVP_MD_CTX_free(md);
 	memcpy(k->id, digest, SEAL_KEYID_LEN);
+}
+
+/* the key of webhook_inbox.key_file */
+static void
+load_key(SealKey *k)
+{
+	load_key_from(wi_key_file, k);
 }
 
 static char *
@@ -232,6 +239,12 @@ wi_seal(const char *plain, size_t len, const char *context)
 char *
 wi_unseal(const bytea *sealed, const char *context)
 {
+	return wi_unseal_with(sealed, context, wi_key_file);
+}
+
+char *
+wi_unseal_with(const bytea *sealed, const char *context, const char *key_file)
+{
 	SealKey		k;
 	EVP_CIPHER_CTX *ctx;
 	const unsigned char *p = (const unsigned char *) VARDATA_ANY(sealed);
@@ -248,7 +261,7 @@ wi_unseal(const bytea *sealed, const char *context)
 				 errmsg("secret for %s is not an encrypted value", context),
 				 errdetail("It is %zu bytes and starts with byte %d; webhook_inbox writes version %d.",
 						   n, n > 0 ? (int) p[0] : -1, SEAL_VERSION)));
-	load_key(&k);
+	load_key_from(key_file, &k);
 	if (memcmp(p + 1, k.id, SEAL_KEYID_LEN) != 0)
 	{
 		char	   *want = key_id_hex(p + 1);
@@ -259,7 +272,7 @@ wi_unseal(const bytea *sealed, const char *context)
 				(errcode(ERRCODE_INVALID_PASSWORD),
 				 errmsg("secret for %s was encrypted under another key", context),
 				 errdetail("It was encrypted under key id %s; key file \"%s\" holds key id %s.",
-						   want, wi_key_file, have),
+						   want, key_file, have),
 				 errhint("Set webhook_inbox.key_file to the key the secrets were encrypted with, or set the credentials again.")));
 	}
 	clen = n - SEAL_HEAD_LEN - SEAL_TAG_LEN;
@@ -294,6 +307,8 @@ wi_unseal(const bytea *sealed, const char *context)
 
 PG_FUNCTION_INFO_V1(wi_seal_sql);
 PG_FUNCTION_INFO_V1(wi_unseal_sql);
+PG_FUNCTION_INFO_V1(wi_unseal_with_sql);
+PG_FUNCTION_INFO_V1(wi_key_id_sql);
 
 /* _seal(plain text, context text) → bytea */
 Datum
@@ -313,4 +328,28 @@ wi_unseal_sql(PG_FUNCTION_ARGS)
 	char	   *context = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	PG_RETURN_TEXT_P(cstring_to_text(wi_unseal(sealed, context)));
+}
+
+/* _unseal_with(sealed bytea, context text, key_file text) → text */
+Datum
+wi_unseal_with_sql(PG_FUNCTION_ARGS)
+{
+	bytea	   *sealed = PG_GETARG_BYTEA_PP(0);
+	char	   *context = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *key_file = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+	PG_RETURN_TEXT_P(cstring_to_text(wi_unseal_with(sealed, context, key_file)));
+}
+
+/* _key_id(key_file text) → the key id of the key in key_file (hex) */
+Datum
+wi_key_id_sql(PG_FUNCTION_ARGS)
+{
+	SealKey		k;
+	char	   *id;
+
+	load_key_from(text_to_cstring(PG_GETARG_TEXT_PP(0)), &k);
+	id = key_id_hex(k.id);
+	explicit_bzero(&k, sizeof(k));
+	PG_RETURN_TEXT_P(cstring_to_text(id));
 }

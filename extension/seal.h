@@ -20,5 +20,7 @@ extern char *wi_key_file;
  */
 extern bytea *wi_seal(const char *plain, size_t len, const char *context);
 extern char *wi_unseal(const bytea *sealed, const char *context);
+/* the same under the key of key_file instead of webhook_inbox.key_file */
+extern char *wi_unseal_with(const bytea *sealed, const char *context, const char *key_file);
 
 #endif							/* WI_SEAL_H */

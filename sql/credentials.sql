@@ -72,6 +72,18 @@ AS 'MODULE_PATHNAME', 'wi_unseal_sql';
 COMMENT ON FUNCTION @extschema@._unseal(bytea, text) IS
 	'Decrypts what _seal() encrypted for the same context; raises when the key file is wrong or the value does not authenticate.';
 
+CREATE FUNCTION @extschema@._unseal_with(sealed bytea, context text, key_file text) RETURNS text
+LANGUAGE c STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'wi_unseal_with_sql';
+COMMENT ON FUNCTION @extschema@._unseal_with(bytea, text, text) IS
+	'Decrypts what _seal() encrypted, under the key of key_file instead of webhook_inbox.key_file (re-encryption under a new key).';
+
+CREATE FUNCTION @extschema@._key_id(key_file text) RETURNS text
+LANGUAGE c STRICT VOLATILE
+AS 'MODULE_PATHNAME', 'wi_key_id_sql';
+COMMENT ON FUNCTION @extschema@._key_id(text) IS
+	'The key id (16 hex digits, from SHA-256; no part of the key) of the key in key_file, as every value sealed under it carries.';
+
 CREATE FUNCTION @extschema@._credential_context(p_source_id integer, p_tenant text, p_column text)
 RETURNS text
 LANGUAGE sql IMMUTABLE AS $$
@@ -342,16 +354,61 @@ $$;
 COMMENT ON FUNCTION @extschema@.remove_tenant_credentials(text, text) IS
 	'Removes a tenant''s credentials; tenant '''' of a GitHub App removes its key, its installations'' tokens and its app id.';
 
+CREATE FUNCTION @extschema@.reencrypt_credentials(old_key_file text) RETURNS integer
+LANGUAGE plpgsql AS $$
+	/*
+	 * After webhook_inbox.key_file was pointed at a new key: every secret
+	 * sealed under another key is decrypted with old_key_file's and sealed
+	 * again under the current one, in this transaction (rows locked).
+	 */
+DECLARE
+	cur text := webhook_inbox._key_id(pg_catalog.current_setting('webhook_inbox.key_file'));
+	n integer := 0;
+	r webhook_inbox.tenant_credentials;
+BEGIN
+	IF old_key_file IS NULL OR old_key_file = '' THEN
+		RAISE EXCEPTION 'the old key file must be named' USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Give the file the secrets were encrypted with before webhook_inbox.key_file changed.';
+	END IF;
+	FOR r IN SELECT * FROM webhook_inbox.tenant_credentials c
+			  WHERE (c.secret IS NOT NULL AND pg_catalog.encode(substring(c.secret FROM 2 FOR 8), 'hex') <> cur)
+				 OR (c.refresh_secret IS NOT NULL AND pg_catalog.encode(substring(c.refresh_secret FROM 2 FOR 8), 'hex') <> cur)
+			  ORDER BY c.source_id, c.tenant
+			  FOR UPDATE
+	LOOP
+		UPDATE webhook_inbox.tenant_credentials c
+		   SET secret = CASE WHEN r.secret IS NULL OR pg_catalog.encode(substring(r.secret FROM 2 FOR 8), 'hex') = cur
+							 THEN r.secret
+							 ELSE webhook_inbox._seal(
+								webhook_inbox._unseal_with(r.secret, webhook_inbox._credential_context(r.source_id, r.tenant, 'secret'), old_key_file),
+								webhook_inbox._credential_context(r.source_id, r.tenant, 'secret')) END,
+			   refresh_secret = CASE WHEN r.refresh_secret IS NULL
+										  OR pg_catalog.encode(substring(r.refresh_secret FROM 2 FOR 8), 'hex') = cur
+									 THEN r.refresh_secret
+									 ELSE webhook_inbox._seal(
+										webhook_inbox._unseal_with(r.refresh_secret,
+											webhook_inbox._credential_context(r.source_id, r.tenant, 'refresh_secret'), old_key_file),
+										webhook_inbox._credential_context(r.source_id, r.tenant, 'refresh_secret')) END,
+			   updated_at = now()
+		 WHERE c.source_id = r.source_id AND c.tenant = r.tenant;
+		n := n + 1;
+	END LOOP;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.reencrypt_credentials(text) IS
+	'Re-encrypts, under the key of webhook_inbox.key_file, every tenant secret sealed under the key of old_key_file; returns the rows changed. Rotate the key: write a new key file, point webhook_inbox.key_file at it, call this with the old file, then remove the old file.';
+
 CREATE VIEW @extschema@.tenant_credentials_status AS
 SELECT s.name AS source, c.tenant, c.kind, c.secret IS NOT NULL AS has_secret, c.secret_at, c.expires_at,
 	   c.refresh_secret IS NOT NULL AS has_refresh_token, c.refresh_expires_at,
 	   c.status, c.status_reason, c.status_at,
 	   CASE c.status WHEN 'flagged' THEN 'engineering' WHEN 'disabled' THEN 'operator' END AS owner,
-	   c.updated_at
+	   c.updated_at, pg_catalog.encode(substring(c.secret FROM 2 FOR 8), 'hex') AS key_id
   FROM webhook_inbox.tenant_credentials c
   JOIN webhook_inbox.sources s ON s.id = c.source_id;
 COMMENT ON VIEW @extschema@.tenant_credentials_status IS
-	'Every tenant''s credentials without their secrets: which exist, when they expire, and the tenants the provider refused (flagged, for engineering) or an operator disabled.';
+	'Every tenant''s credentials without their secrets: which exist, when they expire, the key id they are encrypted under, and the tenants the provider refused (flagged, for engineering) or an operator disabled.';
 
 CREATE FUNCTION @extschema@._tenant_auth_plan(p_source_id integer, p_tenant text, p_fresh boolean,
 	OUT action text, OUT header text, OUT api_base text, OUT iss text, OUT private_key text,

@@ -341,6 +341,22 @@ RESET ROLE;
 SELECT x.extcondition[array_position(x.extconfig, 'webhook_inbox.tenant_credentials'::regclass::oid)] AS dumped
   FROM pg_extension x WHERE x.extname = 'webhook_inbox';
 
+-- a new key: re-encrypt with the old one, then only the new one reads
+SELECT count(*) AS secrets, count(*) FILTER (WHERE key_id = webhook_inbox._key_id('wi_regress_a.key')) AS under_a
+  FROM webhook_inbox.tenant_credentials_status WHERE has_secret;
+SET webhook_inbox.key_file = 'wi_regress_b.key';
+SELECT wi_cred_try($$SELECT webhook_inbox.reencrypt_credentials(NULL)$$) AS no_old_key;
+SELECT wi_cred_try($$SELECT webhook_inbox.reencrypt_credentials('wi_regress_missing.key')$$) AS missing_old_key;
+SELECT wi_cred_try($$SELECT webhook_inbox.reencrypt_credentials('wi_regress_b.key')$$) AS the_new_key_as_old;
+SELECT webhook_inbox.reencrypt_credentials('wi_regress_a.key') AS reencrypted;
+SELECT webhook_inbox.reencrypt_credentials('wi_regress_a.key') AS again;
+SELECT count(*) AS secrets, count(*) FILTER (WHERE key_id = webhook_inbox._key_id('wi_regress_b.key')) AS under_b
+  FROM webhook_inbox.tenant_credentials_status WHERE has_secret;
+SELECT a.* FROM webhook_inbox.sources s, webhook_inbox._tenant_auth(s.id, 'acct_1') a WHERE s.name = 'cred_stripe';
+SET webhook_inbox.key_file = 'wi_regress_a.key';
+SELECT wi_cred_try($$SELECT webhook_inbox._tenant_auth(s.id, 'acct_1') FROM webhook_inbox.sources s WHERE s.name = 'cred_stripe'$$) AS old_key;
+SET webhook_inbox.key_file = 'wi_regress_b.key';
+
 -- a sealed value moved to another row does not decrypt there
 UPDATE webhook_inbox.tenant_credentials c SET secret = (SELECT secret FROM webhook_inbox.tenant_credentials WHERE tenant = '')
   FROM webhook_inbox.sources s WHERE s.id = c.source_id AND s.name = 'cred_stripe' AND c.tenant = 'acct_1';
