@@ -50,13 +50,22 @@ my @app = ('--github', 'gh:gh_secret', '--seed', 5, '--objects', 30, '--events',
 	'--github-app', '4242:Iv23liSimApp', '--github-app-key', "$tmp/app.pub");
 
 # (a) the official clients against the simulator
-my $sim = start_sim(@app, '--github-installation', '101', '--github-installation', '102:acme/other,acme/anvils');
+my $log = "$tmp/requests.log";
+my $sim = start_sim(@app, '--github-installation', '101', '--github-installation', '102:acme/other,acme/anvils',
+	'--request-log', $log);
 my ($rc, $checks, $err) = run_node("$dir/github_app_contract.mjs", $sim->{url}, "$tmp/app.pem", "$tmp/other.pem",
 	'4242', 'Iv23liSimApp');
 is($rc, 0, 'the @octokit/auth-app run completed') or diag($err);
 cmp_ok(scalar @$checks, '>=', 29, 'checks reported: ' . scalar @$checks);
 ok($_->{ok}, "octokit: $_->{name}") or diag($_->{detail} // '') for @$checks;
 stop_proc($sim);
+my ($urc, $urls, $uerr) = run_node("$dir/check_urls.mjs", $log);
+is($urc, 0, 'the URL check ran') or diag($uerr);
+is_deeply([ map { @{ $_->{problems} } } grep { !$_->{ok} } @$urls ], [],
+	'every request the SDKs sent is an operation of @octokit/openapi with its parameters');
+my %ops = map { ($_->{route} // '') =~ /^(\S+)/ ? ($1 => 1) : () } @$urls;
+ok($ops{$_}, "the SDKs called $_") for qw(apps/create-installation-access-token apps/list-installations
+  apps/list-repos-accessible-to-installation issues/list-for-repo);
 
 # a key the simulator cannot use is refused at start
 my ($code) = IPC::Run::run([ SimTest::sim_bin(), 'serve', '--listen', '127.0.0.1:0', @app[0 .. 7],
