@@ -25,6 +25,7 @@
 #include <curl/curl.h>
 
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -184,7 +185,7 @@ tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal,
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	action = SPI_getvalue(tup, desc, 1);
-	if (strcmp(action, "mint") != 0)
+	if (action == NULL || strcmp(action, "mint") != 0)
 	{
 		result = status_of(action);
 		*header = copy_col(tup, desc, 2, cxt);
@@ -224,15 +225,82 @@ tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal,
 	return result;
 }
 
+static WiAuthStatus tenant_auth_refused(int32 source_id, const char *tenant,
+										const char *refused_header, char **header, char **reason);
+
+/*
+ * Runs one of the two in a subtransaction: an error reading one tenant's
+ * credentials (a missing key file, a value that does not authenticate, a
+ * corrupt row) is that tenant's WI_AUTH_WAIT with the message as its reason
+ * and a WARNING, never the end of the caller's round for every other
+ * tenant.  A cancel, a shutdown or running out of memory is raised again.
+ */
+static WiAuthStatus
+guarded(int32 source_id, const char *tenant, bool fresh, const char *refused_header,
+		char **header, char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile WiAuthStatus result = WI_AUTH_WAIT;
+
+	*header = NULL;
+	*reason = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		if (refused_header != NULL)
+			result = tenant_auth_refused(source_id, tenant, refused_header, header, reason);
+		else
+			result = tenant_auth(source_id, tenant, fresh, false, header, reason);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(edata);
+		*header = NULL;
+		*reason = psprintf("the credentials of tenant %s could not be read: %s", tenant, edata->message);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("webhook_inbox: the credentials of source %d, tenant \"%s\" could not be read: %s",
+						source_id, tenant, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->hint ? errhint("%s", edata->hint) : 0));
+		FreeErrorData(edata);
+		result = WI_AUTH_WAIT;
+	}
+	PG_END_TRY();
+	return result;
+}
+
 WiAuthStatus
 wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, char **reason)
 {
-	return tenant_auth(source_id, tenant, (flags & WI_AUTH_FRESH) != 0, false, header, reason);
+	return guarded(source_id, tenant, (flags & WI_AUTH_FRESH) != 0, NULL, header, reason);
 }
 
 WiAuthStatus
 wi_tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_header,
 					   char **header, char **reason)
+{
+	return guarded(source_id, tenant, false, refused_header ? refused_header : "", header, reason);
+}
+
+static WiAuthStatus
+tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_header,
+					char **header, char **reason)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
@@ -249,7 +317,7 @@ wi_tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	args[0] = Int32GetDatum(source_id);
 	args[1] = CStringGetTextDatum(tenant);
-	args[2] = CStringGetTextDatum(refused_header ? refused_header : "");
+	args[2] = CStringGetTextDatum(refused_header);
 	rc = SPI_execute_with_args("SELECT action, header, reason "
 							   "FROM webhook_inbox._tenant_auth_refused($1, $2, $3)",
 							   3, types, args, NULL, false, 1);

@@ -32,7 +32,10 @@ typedef enum WiAuthStatus
  * on WAIT and FLAGGED, *reason a palloc'd sentence for the queue (no
  * secret).  Needs a transaction; may POST to the provider's token endpoint
  * (a blocking request bounded by webhook_inbox.http_timeout) and writes the
- * token it obtains, encrypted.
+ * token it obtains, encrypted.  Runs in a subtransaction: credentials that
+ * cannot be read (no key file, another key, an altered value) are this
+ * tenant's WI_AUTH_WAIT with the error as *reason and a WARNING, never an
+ * ERROR that would end the caller's work for other tenants.
  */
 extern WiAuthStatus wi_tenant_auth(int32 source_id, const char *tenant, int flags,
 								   char **header, char **reason);
