@@ -36,10 +36,10 @@ typedef struct fault_rule
 typedef struct api_options
 {
 	const char *api_token;		/* NULL: no auth */
+	gh_app_options github_app;	/* app_id NULL: no GitHub App */
 	const char *request_log;	/* file: one line per API request, or NULL */
 	int			idempotency_ttl;	/* seconds Stripe keeps a key (86400) */
 	uint64_t	seed;			/* of the fault draws */
-	gh_app_options github_app;	/* app_id NULL: no GitHub App */
 } api_options;
 
 /* Renders the JSON of GET /_sim/status into out. */

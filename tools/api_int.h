@@ -45,6 +45,7 @@ struct sim_api
 	char		host[128];
 	int			port;
 	char	   *api_token;
+	struct gh_app *gh_app;		/* NULL unless --github-app (github_app.c) */
 	int			idem_ttl;
 	FILE	   *request_log;
 	status_fn	status;
@@ -61,8 +62,6 @@ struct sim_api
 	id_map		idem_index;		/* idempotency key -> index in idem */
 	idem_entry *idem;
 	long		nidem;
-
-	struct gh_app *gh_app;		/* NULL unless --github-app (github_app.c) */
 };
 
 /* Parse a query string or form body (percent-decoding, '+' as space). */
@@ -78,12 +77,6 @@ extern char *api_request_body(struct evhttp_request *req, size_t *len);
 extern int	api_draw_drop(sim_api *api, const char *path);
 extern void api_drop_connection(struct evhttp_request *req);
 
-/* Stripe: GET /v1/{collection}[/{id}], GET /v1/events[/{id}], POST /v1/refunds. */
-extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *path,
-						  const char *query);
-/* GitHub: GET /repos/{owner}/{repo}/{issues|pulls}[/{number}] */
-extern void github_handle(sim_api *api, struct evhttp_request *req, const char *path,
-						  const char *query);
 /*
  * A GitHub App (github_app.c): POST /app/installations/{id}/access_tokens,
  * GET /app/installations, GET /installation/repositories; whether the
@@ -96,6 +89,12 @@ extern int	github_app_repo_access(sim_api *api, struct evhttp_request *req, cons
 extern void github_app_sim(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
 
+/* Stripe: GET /v1/{collection}[/{id}], GET /v1/events[/{id}], POST /v1/refunds. */
+extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *path,
+						  const char *query);
+/* GitHub: GET /repos/{owner}/{repo}/{issues|pulls}[/{number}] */
+extern void github_handle(sim_api *api, struct evhttp_request *req, const char *path,
+						  const char *query);
 /* Shopify: GET /admin/api/{version}/orders[/{id}].json */
 extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
