@@ -171,6 +171,26 @@ $node->safe_psql('postgres', "SELECT webhook_inbox.enable_tenant('gh', '101')");
 my ($rs3, $h7) = auth('101');
 ok($rs3 eq 'ok' && $h7 ne $h5, 'enabled again: a new token (the refused one is not reused)');
 
+# two backends refused with the same token: one mints, the other waits for it and takes its token
+$minted = sim_tokens()->{101};
+my $sql = "SELECT 'R|' || status || '|' || header FROM webhook_inbox._tenant_reauth($sid, '101', " . lit($h7) . ')';
+my $a = $node->background_psql('postgres');
+my $b = $node->background_psql('postgres');
+$a->query_safe('BEGIN');
+my ($ra) = $a->query_safe($sql) =~ /^R\|ok\|(.*)$/m;
+ok($ra && $ra ne $h7, 'the first backend mints a new token in its transaction');
+$b->query_until(qr/started/, "\\echo started\n$sql;\n");
+ok($node->poll_query_until('postgres',
+	"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%_tenant_reauth%')"),
+	'the second waits for the first one\'s row lock');
+$a->query_safe('COMMIT');
+my ($rb) = $b->query_safe('SELECT 1') =~ /^R\|ok\|(.*)$/m;
+is($rb, $ra, 'then takes the token the first minted');
+is(sim_tokens()->{101}, $minted + 1, 'one token minted for both');
+is((auth('101'))[0], 'ok', 'and the installation is not flagged');
+$a->quit;
+$b->quit;
+
 # suspended and removed installations flag only themselves
 my ($s102) = auth('102');
 is($s102, 'ok', 'installation 102 has a token');
