@@ -9,7 +9,8 @@
  * table holds ciphertext only, and a restore elsewhere needs the key file
  * too (as Supabase Vault keeps its root key out of the database).  The
  * file holds 32 bytes, raw or as 64 hexadecimal digits (a trailing newline
- * allowed); it must not be readable by group or others.  It is read on each
+ * allowed; 32 hexadecimal digits alone are half a key, refused, not taken
+ * as raw bytes); it must not be readable by group or others.  It is read on each
  * use, so replacing it takes effect at once, and the key is wiped from
  * memory after use.
  *
@@ -113,7 +114,7 @@ load_key_from(const char *path, SealKey *k)
 				(errcode_for_file_access(),
 				 errmsg("could not read key file \"%s\": %m", path)));
 
-	if (n == SEAL_KEY_LEN)
+	if (n == SEAL_KEY_LEN && strspn((const char *) buf, "0123456789abcdefABCDEF") < SEAL_KEY_LEN)
 		memcpy(k->key, buf, SEAL_KEY_LEN);
 	else
 	{
@@ -136,12 +137,15 @@ load_key_from(const char *path, SealKey *k)
 		}
 		if (!ok)
 		{
+			bool		hex = len > 0 && strspn((const char *) buf, "0123456789abcdefABCDEF") == (size_t) len;
+
 			explicit_bzero(buf, sizeof(buf));
 			explicit_bzero(k->key, sizeof(k->key));
 			ereport(ERROR,
 					(errcode(ERRCODE_CONFIG_FILE_ERROR),
 					 errmsg("key file \"%s\" does not hold a 256-bit key", path),
-					 errdetail("It holds %zd bytes; a key is 32 bytes, or 64 hexadecimal digits.", n),
+					 hex ? errdetail("It holds %zd hexadecimal digits; a key is 64 of them, or 32 raw bytes.", len) :
+					 errdetail("It holds %zd bytes; a key is 32 raw bytes, or 64 hexadecimal digits.", n),
 					 errhint("Generate one with: openssl rand -hex 32.")));
 		}
 	}
