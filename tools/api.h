@@ -59,4 +59,11 @@ extern int	api_port(const sim_api *api);
 extern void api_add_fault(sim_api *api, const fault_rule *rule);
 extern void api_stop(sim_api *api);
 
+/*
+ * A GitHub App's webhook names its installation: the event of a github
+ * source gets "installation": {"id", "node_id"} of the installation granted
+ * the model's repository (github_app.c).  Nothing without --github-app.
+ */
+extern void api_github_app_event(sim_api *api, sim_event *ev);
+
 #endif							/* SIM_API_H */

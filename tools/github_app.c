@@ -25,7 +25,9 @@
  *     unknown or expired token or a removed installation, 403 for a
  *     suspended one, 404 for a repository not granted to it.
  * /_sim/github/installations[/{id}] shows the installations and (POST
- * state=active|suspended|removed) changes one, for tests.
+ * state=active|suspended|removed) changes one, for tests.  Webhooks of a
+ * github source carry the installation granted the repository, as
+ * installation.id (how a GitHub App tells its installations apart).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -820,4 +822,33 @@ github_app_sim(sim_api *api, struct evhttp_request *req, const char *path, const
 	sb_puts(&b, "]}");
 	api_reply(req, 200, b.data);
 	sb_free(&b);
+}
+
+void
+api_github_app_event(sim_api *api, sim_event *ev)
+{
+	gh_app	   *app = api->gh_app;
+	const gh_installation *in = NULL;
+	char		node[64];
+	sbuf		b;
+
+	if (app == NULL || ev->body == NULL || ev->body_len < 2 || ev->body[0] != '{')
+		return;
+	for (int i = 0; i < app->ninst && in == NULL; i++)
+		for (int k = 0; k < app->inst[i].nrepos; k++)
+			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], api->model->repo) == 0)
+			{
+				in = &app->inst[i];
+				break;
+			}
+	if (in == NULL)
+		return;
+	snprintf(node, sizeof(node), "MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9u%lld", (long long) in->id);
+	sb_init(&b);
+	sb_printf(&b, "{\"installation\":{\"id\":%lld,\"node_id\":\"%s\"}%s", (long long) in->id, node,
+			  ev->body[1] == '}' ? "" : ",");
+	sb_putn(&b, ev->body + 1, ev->body_len - 1);
+	free(ev->body);
+	ev->body_len = b.len;
+	ev->body = sb_steal(&b);
 }

@@ -194,6 +194,8 @@ static void
 emit(serve_ctx *c, sim_event *ev)
 {
 	c->generated++;
+	if (c->api && c->sources[ev->source].kind == WI_KIND_github)
+		api_github_app_event(c->api, ev);
 	if (c->record && !c->record_failed)
 	{
 		sbuf		line;

@@ -25,7 +25,10 @@ use lib 'tools/test';
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
-use SimTest qw(start_sim stop_proc http_json poll_until contract_dir run_node tmpdir spew slurp);
+use Digest::SHA qw(hmac_sha256_hex);
+use JSON::PP;
+use SimTest qw(start_sim stop_proc http_json poll_until contract_dir run_node tmpdir spew slurp start_sink
+  sink_requests);
 use Test::More;
 
 my $dir = contract_dir();
@@ -66,6 +69,26 @@ is_deeply([ map { @{ $_->{problems} } } grep { !$_->{ok} } @$urls ], [],
 my %ops = map { ($_->{route} // '') =~ /^(\S+)/ ? ($1 => 1) : () } @$urls;
 ok($ops{$_}, "the SDKs called $_") for qw(apps/create-installation-access-token apps/list-installations
   apps/list-repos-accessible-to-installation issues/list-for-repo);
+
+# the app's webhooks name the installation the repository is granted to
+my $sink = start_sink();
+$sim = start_sim(@app, '--github-installation', '101:acme/other', '--github-installation', '102:acme/anvils',
+	'--deliver-to', $sink->{url});
+ok(poll_until(sub { my (undef, $s) = http_json('GET', "$sim->{url}/_sim/status"); $s->{done} }, 60), 'stream delivered');
+my @dl = sink_requests($sink);
+is(scalar @dl, 60, 'every event delivered');
+my ($inst, $sig) = (0, 0);
+for my $r (@dl)
+{
+	my $body = JSON::PP->new->decode($r->{body});
+	$inst++ if ($body->{installation}{id} // 0) == 102 && $body->{installation}{node_id}
+	  && $body->{repository}{full_name} eq 'acme/anvils';
+	$sig++ if ($r->{headers}{'x-hub-signature-256'} // '') eq 'sha256=' . hmac_sha256_hex($r->{body}, 'gh_secret');
+}
+is($inst, 60, 'each carries installation.id 102, the installation granted acme/anvils');
+is($sig, 60, 'and is signed over the bytes sent');
+stop_proc($sim);
+stop_proc($sink);
 
 # a key the simulator cannot use is refused at start
 my ($code) = IPC::Run::run([ SimTest::sim_bin(), 'serve', '--listen', '127.0.0.1:0', @app[0 .. 7],
