@@ -17,7 +17,7 @@ OBJS = $(EXT_SRCS:.c=.o)
 
 # The install script is assembled from one fragment per part of the schema.
 SQL_PARTS = sql/header.sql sql/core.sql $(sort $(wildcard sql/worker.sql)) \
-	$(sort $(wildcard sql/effects.sql)) sql/presets.sql sql/ops.sql sql/grants.sql \
+	$(sort $(wildcard sql/effects.sql)) sql/credentials.sql sql/presets.sql sql/ops.sql sql/grants.sql \
 	sql/search_path.sql
 # Fragments re-run whole at the end of every upgrade script too: each of
 # their statements must be idempotent (sql/search_path.sql pins search_path
@@ -34,7 +34,7 @@ DATA = $(filter-out $(DATA_built), $(wildcard sql/$(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/extension -I$(srcdir)/include -DEXTVERSION='"$(EXT_VERSION)"'
 PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
-SHLIB_LINK = -lcurl
+SHLIB_LINK = -lcurl -lcrypto
 
 # The three suites: pg_regress, isolation and TAP, each on a private server.
 # pg_regress creates the extension in its database (--load-extension), so the

@@ -17,6 +17,8 @@
  *   POST /v1/refunds                      (form-encoded, Idempotency-Key)
  *   GET  /admin/api/{version}/orders.json, /admin/api/{version}/orders/{id}.json
  *   GET  /repos/{owner}/{repo}/{issues|pulls}[/{number}]
+ *   POST /app/installations/{id}/access_tokens, GET /app/installations,
+ *   GET  /installation/repositories       (a GitHub App: github_app.c)
  *   GET  /_sim/status, /_sim/truth, /_sim/counters, /_sim/faults
  *   POST /_sim/counters/reset, /_sim/faults;  DELETE /_sim/faults
  */
@@ -58,6 +60,15 @@ api_reply(struct evhttp_request *req, int code, const char *body)
 	{
 		case 200:
 			reason = "OK";
+			break;
+		case 201:
+			reason = "Created";
+			break;
+		case 403:
+			reason = "Forbidden";
+			break;
+		case 422:
+			reason = "Unprocessable Entity";
 			break;
 		case 400:
 			reason = "Bad Request";
@@ -133,7 +144,8 @@ static provider
 provider_of(const char *path)
 {
 	return strncmp(path, "/admin/", 7) == 0 ? PROV_SHOPIFY :
-		strncmp(path, "/repos/", 7) == 0 ? PROV_GITHUB : PROV_STRIPE;
+		strncmp(path, "/repos/", 7) == 0 || strncmp(path, "/app/", 5) == 0 ||
+		strncmp(path, "/installation/", 14) == 0 ? PROV_GITHUB : PROV_STRIPE;
 }
 
 /* An error in the format of the path's provider. */
@@ -344,6 +356,9 @@ authorized(sim_api *api, struct evhttp_request *req, provider prov)
 
 	if (api->api_token == NULL)
 		return 1;
+	/* a GitHub App's requests carry its JWT or installation tokens instead */
+	if (prov == PROV_GITHUB && api->gh_app != NULL)
+		return 1;
 	if (prov == PROV_SHOPIFY)
 	{
 		v = evhttp_find_header(in, "X-Shopify-Access-Token");
@@ -374,6 +389,8 @@ count_request(sim_api *api, struct evhttp_request *req, const char *path)
 	const char *rest = NULL;
 	int			t;
 
+	if (starts_with(path, "/app/") || starts_with(path, "/installation/"))
+		return;
 	if (starts_with(path, "/repos/"))
 	{
 		const char *last = strrchr(path, '/');
@@ -824,6 +841,8 @@ dispatch(sim_api *api, struct evhttp_request *req)
 		shopify_handle(api, req, u.path, u.query);
 	else if (starts_with(u.path, "/repos/"))
 		github_handle(api, req, u.path, u.query);
+	else if (starts_with(u.path, "/app/") || starts_with(u.path, "/installation/"))
+		github_app_handle(api, req, u.path, u.query);
 	else
 		stripe_handle(api, req, u.path, u.query);
 	uri_parts_free(&u);
@@ -852,6 +871,11 @@ request_cb(struct evhttp_request *req, void *arg)
 	if (uri_parts_parse(req, &u) != 0)
 	{
 		reply_error(req, PROV_STRIPE, 400, "Malformed request URI");
+		goto done;
+	}
+	if (starts_with(u.path, "/_sim/github/"))
+	{
+		github_app_sim(api, req, u.path, u.query);
 		goto done;
 	}
 	if (starts_with(u.path, "/_sim/"))
@@ -931,6 +955,9 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	api->status = status;
 	api->status_arg = status_arg;
 	rng_seed(&api->fault_rng, opt->seed ^ 0xfa017ULL);
+	if (opt->github_app.app_id != NULL &&
+		(api->gh_app = gh_app_new(&opt->github_app, model->repo, opt->seed, err, errlen)) == NULL)
+		goto err;
 	if (opt->request_log)
 	{
 		api->request_log = fopen(opt->request_log, "w");
@@ -1002,5 +1029,6 @@ api_stop(sim_api *api)
 	idmap_free(&api->effects);
 	idmap_free(&api->idem_index);
 	free(api->api_token);
+	gh_app_free(api->gh_app);
 	free(api);
 }

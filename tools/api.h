@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "github_app.h"
 #include "model.h"
 #include "util.h"
 
@@ -35,6 +36,7 @@ typedef struct fault_rule
 typedef struct api_options
 {
 	const char *api_token;		/* NULL: no auth */
+	gh_app_options github_app;	/* app_id NULL: no GitHub App */
 	const char *request_log;	/* file: one line per API request, or NULL */
 	int			idempotency_ttl;	/* seconds Stripe keeps a key (86400) */
 	uint64_t	seed;			/* of the fault draws */
@@ -56,5 +58,12 @@ extern sim_api *api_start(struct event_base *base, sim_model *model,
 extern int	api_port(const sim_api *api);
 extern void api_add_fault(sim_api *api, const fault_rule *rule);
 extern void api_stop(sim_api *api);
+
+/*
+ * A GitHub App's webhook names its installation: the event of a github
+ * source gets "installation": {"id", "node_id"} of the installation granted
+ * the model's repository (github_app.c).  Nothing without --github-app.
+ */
+extern void api_github_app_event(sim_api *api, sim_event *ev);
 
 #endif							/* SIM_API_H */

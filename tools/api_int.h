@@ -45,6 +45,7 @@ struct sim_api
 	char		host[128];
 	int			port;
 	char	   *api_token;
+	struct gh_app *gh_app;		/* NULL unless --github-app (github_app.c) */
 	int			idem_ttl;
 	FILE	   *request_log;
 	status_fn	status;
@@ -75,6 +76,18 @@ extern void api_stripe_error(struct evhttp_request *req, int code, const char *t
 extern char *api_request_body(struct evhttp_request *req, size_t *len);
 extern int	api_draw_drop(sim_api *api, const char *path);
 extern void api_drop_connection(struct evhttp_request *req);
+
+/*
+ * A GitHub App (github_app.c): POST /app/installations/{id}/access_tokens,
+ * GET /app/installations, GET /installation/repositories; whether the
+ * request's installation token may read repo (NULL: is valid at all; when
+ * not, it has answered 401, 403 or 404); the /_sim/github/ endpoints.
+ */
+extern void github_app_handle(sim_api *api, struct evhttp_request *req, const char *path,
+							  const char *query);
+extern int	github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *repo);
+extern void github_app_sim(sim_api *api, struct evhttp_request *req, const char *path,
+						   const char *query);
 
 /* Stripe: GET /v1/{collection}[/{id}], GET /v1/events[/{id}], POST /v1/refunds. */
 extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *path,

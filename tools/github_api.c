@@ -286,9 +286,14 @@ github_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 	}
 	if (strncmp(rest, m->repo, rl) != 0 || rest[rl] != '/')
 	{
-		gh_error(req, 404, "Not Found", NULL);
+		/* another repository: 404, once a GitHub App's token passed */
+		if (github_app_repo_access(api, req, NULL))
+			gh_error(req, 404, "Not Found", NULL);
 		return;
 	}
+	/* a GitHub App reads with the token of an installation that has the repository */
+	if (!github_app_repo_access(api, req, m->repo))
+		return;
 	rest += rl;
 	if (params_parse(query, query ? strlen(query) : 0, &ps) != 0)
 	{

@@ -90,6 +90,13 @@ serve_help(void)
 		 "  --shopify NAME:SECRET    Shopify-kind source: orders\n"
 		 "  --github NAME:SECRET     GitHub-kind source: issues and pull requests\n"
 		 "  --github-repo OWNER/NAME the repository of the GitHub API (default acme/widgets)\n"
+		 "  --github-app ID[:CLIENT_ID]  the API is a GitHub App's: reads need an installation\n"
+		 "                           token, minted with a JWT (RS256) whose iss is ID or CLIENT_ID\n"
+		 "  --github-app-key FILE    the app's public key (or private key) in PEM\n"
+		 "  --github-installation ID[:OWNER/REPO[,...]]\n"
+		 "                           an installation of the app and its repositories (default\n"
+		 "                           --github-repo); repeat for several\n"
+		 "  --github-token-ttl SECS  lifetime of installation tokens (default 3600)\n"
 		 "  --types LIST             object types to generate (default\n"
 		 "                           subscription,payment_intent,refund,dispute,order,issue,\n"
 		 "                           pull_request); also invoice, customer, checkout.session, charge\n"
@@ -187,6 +194,8 @@ static void
 emit(serve_ctx *c, sim_event *ev)
 {
 	c->generated++;
+	if (c->api && c->sources[ev->source].kind == WI_KIND_github)
+		api_github_app_event(c->api, ev);
 	if (c->record && !c->record_failed)
 	{
 		sbuf		line;
@@ -325,6 +334,10 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"epoch", required_argument, NULL, 24},
 		{"idempotency-ttl", required_argument, NULL, 25},
 		{"github-repo", required_argument, NULL, 27},
+		{"github-app", required_argument, NULL, 40},
+		{"github-app-key", required_argument, NULL, 41},
+		{"github-installation", required_argument, NULL, 42},
+		{"github-token-ttl", required_argument, NULL, 43},
 		{"fault-429", required_argument, NULL, 18},
 		{"retry-after", required_argument, NULL, 19},
 		{"fault-5xx", required_argument, NULL, 20},
@@ -470,6 +483,32 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 						strlen(optarg) >= 100;
 					break;
 				}
+			case 40:
+				{
+					char	   *colon = strchr(optarg, ':');
+
+					if (colon)
+					{
+						*colon = '\0';
+						o->api.github_app.client_id = colon + 1;
+					}
+					o->api.github_app.app_id = optarg;
+					bad = parse_int64(optarg, 1, INT64_MAX, &v) != 0 ||
+						(colon && (colon[1] == '\0' || strlen(colon + 1) > 100));
+					break;
+				}
+			case 41:
+				o->api.github_app.key_file = optarg;
+				break;
+			case 42:
+				bad = o->api.github_app.ninstallations == GH_APP_MAX_INSTALLATIONS;
+				if (!bad)
+					o->api.github_app.installations[o->api.github_app.ninstallations++] = optarg;
+				break;
+			case 43:
+				bad = parse_int64(optarg, 1, 86400, &v) != 0;
+				o->api.github_app.token_ttl = (int) v;
+				break;
 			case 18:
 				bad = parse_share(optarg, &o->fault_429) != 0;
 				break;

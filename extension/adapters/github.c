@@ -19,6 +19,7 @@
  */
 #include "postgres.h"
 
+#include "credentials.h"
 #include "provider.h"
 
 static const WiTypeMap github_types[] = {
@@ -63,6 +64,27 @@ static char *
 github_auth_header(const WiSource *src)
 {
 	return src->api_token ? psprintf("Authorization: Bearer %s", src->api_token) : NULL;
+}
+
+/*
+ * A read made for one tenant of the source.  A GitHub App source (one that
+ * set_github_app() gave a key: settings.github_app_id) reads each
+ * installation's repositories with that installation's token, minted and
+ * cached by credentials.c; any other source, or the tenant "", reads with
+ * its api_token as above.  The worker calls this, instead of auth_header,
+ * once it knows the tenant of what it reads (the installation.id of the
+ * deliveries); WAIT and FLAGGED leave the work queued, never tombstoned.
+ */
+char *
+wi_github_tenant_auth_header(const WiSource *src, const char *tenant, int flags,
+							 WiAuthStatus *status, char **reason)
+{
+	char	   *header = NULL;
+
+	*status = wi_tenant_auth(src->id, tenant ? tenant : "", flags, &header, reason);
+	if (*status == WI_AUTH_NONE)
+		return github_auth_header(src);
+	return *status == WI_AUTH_OK ? header : NULL;
 }
 
 const WiAdapter wi_adapter_github = {

@@ -5,9 +5,11 @@
 //	a POST) a field of that method's params interface (its .d.ts), with
 //	subscripts only where the field's type has them (RangeQueryParam
 //	[gt|gte|lt|lte], arrays [] or [N], metadata and nested objects).
-//	GitHub paths (/repos/…) are checked against @octokit/openapi: the path
-//	and method must be an operation of api.github.com.json, every query
-//	parameter one of its parameters.  Other paths (Shopify) are skipped.
+//	GitHub paths (/repos/…, and a GitHub App's /app/… and /installation/…)
+//	are checked against @octokit/openapi: the path and method must be an
+//	operation of api.github.com.json, every query parameter one of its
+//	parameters (a POST's JSON body is not a query).  Other paths (Shopify)
+//	are skipped.
 //	Prints one JSON line per distinct request shape:
 //	{"ok":bool,"request":"GET /v1/subscriptions?limit&status","route":…,"problems":[…]}.
 import fs from 'node:fs';
@@ -22,8 +24,9 @@ for (const line of fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(B
 	const q = target.indexOf('?');
 	const path = q < 0 ? target : target.slice(0, q);
 	const names = [ ...formPairs(q < 0 ? '' : target.slice(q + 1)), ...formPairs(body || '') ].map((p) => p[0]);
-	if (path.startsWith('/repos/'))
+	if (path.startsWith('/repos/') || path.startsWith('/app/') || path.startsWith('/installation/'))
 	{
+		const names = formPairs(q < 0 ? '' : target.slice(q + 1)).map((p) => p[0]);
 		const shape = `${method} ${path.replace(/\/\d+$/, '/{n}')}?${[ ...new Set(names) ].sort().join('&')}`;
 		if (seen.has(shape))
 			continue;

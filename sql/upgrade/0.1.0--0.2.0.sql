@@ -434,3 +434,33 @@ BEGIN
 	END IF;
 END
 $$;
+
+-- tenant_credentials: credentials per (source, tenant), secrets encrypted at
+-- rest (sql/credentials.sql); new in 0.2.0, so created empty.
+CREATE TABLE @extschema@.tenant_credentials (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	tenant			text NOT NULL
+		CONSTRAINT tenant_credentials_tenant_check CHECK (octet_length(tenant) <= 255 AND tenant !~ '[[:cntrl:]]'),
+	kind			text NOT NULL
+		CONSTRAINT tenant_credentials_kind_check
+			CHECK (kind IN ('github_app', 'github_app_installation', 'shopify_shop', 'api_token')),
+	secret			bytea,
+	secret_at		timestamptz,
+	expires_at		timestamptz,
+	refresh_secret	bytea,
+	refresh_expires_at timestamptz,
+	status			text NOT NULL DEFAULT 'active'
+		CONSTRAINT tenant_credentials_status_check CHECK (status IN ('active', 'disabled', 'flagged')),
+	status_reason	text,
+	status_at		timestamptz,
+	refused_at		timestamptz,
+	created_at		timestamptz NOT NULL DEFAULT now(),
+	updated_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, tenant),
+	CONSTRAINT tenant_credentials_app_check CHECK ((kind = 'github_app') = (tenant = '')),
+	CONSTRAINT tenant_credentials_secret_check
+		CHECK (secret IS NOT NULL OR kind = 'github_app_installation'),
+	CONSTRAINT tenant_credentials_reason_check CHECK ((status = 'active') = (status_reason IS NULL))
+);
+REVOKE ALL ON @extschema@.tenant_credentials FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.tenant_credentials', '');

@@ -1,0 +1,466 @@
+/*
+ * credentials.c
+ *		Credentials per tenant: what a read for (source, tenant) sends, a
+ *		GitHub App's installation tokens minted and cached, and the SQL
+ *		functions that expose them to tests.
+ *
+ * The rules are in SQL (sql/credentials.sql: _tenant_auth_plan() decides,
+ * _tenant_token_answer() keeps GitHub's answer); this file does what SQL
+ * cannot: sign the app's JWT (jwt.c) and make the token request.  The
+ * request is a blocking libcurl easy transfer with the worker's defaults
+ * (webhook_inbox.http_timeout bounds it, so a SIGTERM waits at most that
+ * long), sent only after the same origin check as every provider request:
+ * the token endpoint is on the source's api_base.
+ *
+ * GitHub's contract ("Authenticating as a GitHub App installation"):
+ * POST {api_base}/app/installations/{installation_id}/access_tokens with
+ * Authorization: Bearer <JWT>, Accept: application/vnd.github+json and
+ * X-GitHub-Api-Version: 2022-11-28 answers 201 {token, expires_at, ...};
+ * the token lasts an hour and goes in Authorization: Bearer (or token).
+ */
+#include "postgres.h"
+
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "credentials.h"
+#include "jwt.h"
+#include "webhook_inbox.h"
+
+#define WI_TOKEN_MAX_BODY	(1024 * 1024)
+
+static size_t
+token_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	StringInfo	b = (StringInfo) userdata;
+	size_t		n = size * nmemb;
+
+	if ((size_t) b->len + n > WI_TOKEN_MAX_BODY)
+		return 0;
+	appendBinaryStringInfo(b, ptr, (int) n);
+	return n;
+}
+
+/*
+ * POSTs for an installation token; returns the HTTP status with the answer
+ * in *body, or 0 with the transport failure (no secret) in *body.
+ */
+static long
+token_request(const char *api_base, const char *installation, const char *jwt, StringInfo body)
+{
+	char	   *url = psprintf("%s/app/installations/%s/access_tokens", api_base, installation);
+	void	   *parsed = NULL;
+	char	   *refusal = wi_http_refusal(url, api_base, &parsed);
+	CURL	   *h = NULL;
+	struct curl_slist *volatile headers = NULL;
+	char	   *auth = psprintf("Authorization: Bearer %s", jwt);
+	char		errbuf[CURL_ERROR_SIZE];
+	volatile long status = 0;
+	CURLcode	rc;
+
+	if (refusal != NULL)
+	{
+		appendStringInfo(body, "refused: %s", refusal);
+		return 0;
+	}
+	h = curl_easy_init();
+	if (h == NULL)
+	{
+		curl_url_cleanup((CURLU *) parsed);
+		elog(ERROR, "webhook_inbox: curl_easy_init failed");
+	}
+	PG_TRY();
+	{
+		headers = curl_slist_append(headers, auth);
+		headers = curl_slist_append(headers, "Accept: application/vnd.github+json");
+		headers = curl_slist_append(headers, "X-GitHub-Api-Version: 2022-11-28");
+		headers = curl_slist_append(headers, "Content-Type: application/json");
+		headers = curl_slist_append(headers, "Expect:");
+		if (headers == NULL)
+			elog(ERROR, "webhook_inbox: out of memory for request headers");
+		wi_curl_defaults(h);
+		curl_easy_setopt(h, CURLOPT_CURLU, parsed);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 2L);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, token_write_cb);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+		errbuf[0] = '\0';
+		rc = curl_easy_perform(h);
+		if (rc == CURLE_OK)
+		{
+			long		code = 0;
+
+			curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+			status = code;
+		}
+		else
+		{
+			resetStringInfo(body);
+			appendStringInfoString(body, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+		}
+	}
+	PG_FINALLY();
+	{
+		curl_easy_cleanup(h);
+		curl_slist_free_all(headers);
+		curl_url_cleanup((CURLU *) parsed);
+		explicit_bzero(auth, strlen(auth));
+	}
+	PG_END_TRY();
+	return status;
+}
+
+static char *
+copy_col(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
+{
+	char	   *v = SPI_getvalue(tup, desc, col);
+
+	return v ? MemoryContextStrdup(cxt, v) : NULL;
+}
+
+static WiAuthStatus
+status_of(const char *action)
+{
+	if (action == NULL)
+		elog(ERROR, "webhook_inbox: credentials plan without an action");
+	if (strcmp(action, "ok") == 0)
+		return WI_AUTH_OK;
+	if (strcmp(action, "wait") == 0)
+		return WI_AUTH_WAIT;
+	if (strcmp(action, "flagged") == 0)
+		return WI_AUTH_FLAGGED;
+	if (strcmp(action, "none") == 0)
+		return WI_AUTH_NONE;
+	elog(ERROR, "webhook_inbox: unknown credentials action \"%s\"", action);
+	return WI_AUTH_WAIT;		/* keep the compiler quiet */
+}
+
+/*
+ * wi_tenant_auth, and wi_tenant_auth_refused's mint after a refusal
+ * (after_refusal: the token replaces one a read was refused with).
+ */
+static WiAuthStatus
+tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal, char **header,
+			char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[4] = {INT4OID, TEXTOID, BOOLOID, INT4OID};
+	Datum		args[4];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	char	   *action;
+	char	   *api_base;
+	char	   *iss;
+	char	   *key;
+	char	   *jwt;
+	StringInfoData body;
+	long		status;
+	WiAuthStatus result;
+	int			rc;
+
+	*header = NULL;
+	*reason = NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	args[0] = Int32GetDatum(source_id);
+	args[1] = CStringGetTextDatum(tenant);
+	args[2] = BoolGetDatum(fresh);
+	rc = SPI_execute_with_args("SELECT action, header, api_base, iss, private_key, reason "
+							   "FROM webhook_inbox._tenant_auth_plan($1, $2, $3)",
+							   3, types, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: reading credentials failed: %s", SPI_result_code_string(rc));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	action = SPI_getvalue(tup, desc, 1);
+	if (action == NULL || strcmp(action, "mint") != 0)
+	{
+		result = status_of(action);
+		*header = copy_col(tup, desc, 2, cxt);
+		*reason = copy_col(tup, desc, 6, cxt);
+		SPI_finish();
+		return result;
+	}
+
+	/* a GitHub App installation without a usable token: mint one */
+	api_base = SPI_getvalue(tup, desc, 3);
+	iss = SPI_getvalue(tup, desc, 4);
+	key = SPI_getvalue(tup, desc, 5);
+	jwt = wi_jwt_rs256(key, iss, (int64) time(NULL));
+	explicit_bzero(key, strlen(key));
+	initStringInfo(&body);
+	status = token_request(api_base, tenant, jwt, &body);
+	explicit_bzero(jwt, strlen(jwt));
+
+	{
+		Oid			atypes[5] = {INT4OID, TEXTOID, INT4OID, TEXTOID, BOOLOID};
+		Datum		aargs[5] = {args[0], args[1], Int32GetDatum((int32) status),
+		CStringGetTextDatum(body.data), BoolGetDatum(after_refusal)};
+
+		rc = SPI_execute_with_args("SELECT action, header, reason "
+								   "FROM webhook_inbox._tenant_token_answer($1, $2, $3, $4, $5)",
+								   5, atypes, aargs, NULL, false, 1);
+	}
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: keeping the installation token failed: %s",
+			 SPI_result_code_string(rc));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	result = status_of(SPI_getvalue(tup, desc, 1));
+	*header = copy_col(tup, desc, 2, cxt);
+	*reason = copy_col(tup, desc, 3, cxt);
+	SPI_finish();
+	return result;
+}
+
+static WiAuthStatus tenant_auth_refused(int32 source_id, const char *tenant,
+										const char *refused_header, char **header, char **reason);
+
+/*
+ * Runs one of the two in a subtransaction: an error reading one tenant's
+ * credentials (a missing key file, a value that does not authenticate, a
+ * corrupt row) is that tenant's WI_AUTH_WAIT with the message as its reason
+ * and a WARNING, never the end of the caller's round for every other
+ * tenant.  A cancel, a shutdown or running out of memory is raised again.
+ */
+static WiAuthStatus
+guarded(int32 source_id, const char *tenant, bool fresh, const char *refused_header,
+		char **header, char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	volatile WiAuthStatus result = WI_AUTH_WAIT;
+
+	*header = NULL;
+	*reason = NULL;
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		if (refused_header != NULL)
+			result = tenant_auth_refused(source_id, tenant, refused_header, header, reason);
+		else
+			result = tenant_auth(source_id, tenant, fresh, false, header, reason);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED || edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN ||
+			edata->sqlerrcode == ERRCODE_OUT_OF_MEMORY)
+			ReThrowError(edata);
+		*header = NULL;
+		*reason = psprintf("the credentials of tenant %s could not be read: %s", tenant, edata->message);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("webhook_inbox: the credentials of source %d, tenant \"%s\" could not be read: %s",
+						source_id, tenant, edata->message),
+				 edata->detail ? errdetail_internal("%s", edata->detail) : 0,
+				 edata->hint ? errhint("%s", edata->hint) : 0));
+		FreeErrorData(edata);
+		result = WI_AUTH_WAIT;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+WiAuthStatus
+wi_tenant_auth(int32 source_id, const char *tenant, int flags, char **header, char **reason)
+{
+	return guarded(source_id, tenant, (flags & WI_AUTH_FRESH) != 0, NULL, header, reason);
+}
+
+WiAuthStatus
+wi_tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_header,
+					   char **header, char **reason)
+{
+	return guarded(source_id, tenant, false, refused_header ? refused_header : "", header, reason);
+}
+
+static WiAuthStatus
+tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_header,
+					char **header, char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	HeapTuple	tup;
+	TupleDesc	desc;
+	char	   *action;
+	WiAuthStatus result;
+	int			rc;
+
+	*header = NULL;
+	*reason = NULL;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	args[0] = Int32GetDatum(source_id);
+	args[1] = CStringGetTextDatum(tenant);
+	args[2] = CStringGetTextDatum(refused_header);
+	rc = SPI_execute_with_args("SELECT action, header, reason "
+							   "FROM webhook_inbox._tenant_auth_refused($1, $2, $3)",
+							   3, types, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: recording a refusal failed: %s", SPI_result_code_string(rc));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	action = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 1));
+	*header = copy_col(tup, desc, 2, cxt);
+	*reason = copy_col(tup, desc, 3, cxt);
+	SPI_finish();
+	if (strcmp(action, "mint") != 0)
+		return status_of(action);
+	result = tenant_auth(source_id, tenant, true, true, header, reason);
+	return result;
+}
+
+WiAuthStatus
+wi_tenant_auth_headers(int32 source_id, const char *tenant, int flags,
+					   struct curl_slist **headers, char **reason)
+{
+	char	   *header = NULL;
+	WiAuthStatus status = wi_tenant_auth(source_id, tenant, flags, &header, reason);
+
+	if (status == WI_AUTH_OK)
+	{
+		struct curl_slist *l = curl_slist_append(*headers, header);
+
+		explicit_bzero(header, strlen(header));
+		if (l == NULL)
+			elog(ERROR, "webhook_inbox: out of memory for request headers");
+		*headers = l;
+	}
+	return status;
+}
+
+void
+wi_tenant_flag(int32 source_id, const char *tenant, const char *reason)
+{
+	Oid			types[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	args[0] = Int32GetDatum(source_id);
+	args[1] = CStringGetTextDatum(tenant);
+	args[2] = CStringGetTextDatum(reason);
+	rc = SPI_execute_with_args("SELECT webhook_inbox._flag_tenant($1, $2, "
+							   "CASE WHEN s.settings ? 'github_app_id' THEN "
+							   "CASE WHEN $2 = '' THEN 'github_app' ELSE 'github_app_installation' END "
+							   "ELSE coalesce((SELECT kind FROM webhook_inbox.tenant_credentials "
+							   "WHERE source_id = $1 AND tenant = $2), 'api_token') END, $3) "
+							   "FROM webhook_inbox.sources s WHERE s.id = $1",
+							   3, types, args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: flagging a tenant failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+}
+
+PG_FUNCTION_INFO_V1(wi_tenant_auth_sql);
+PG_FUNCTION_INFO_V1(wi_tenant_reauth_sql);
+PG_FUNCTION_INFO_V1(wi_github_app_jwt_sql);
+PG_FUNCTION_INFO_V1(wi_private_key_bits);
+
+/* (status, header, reason) of a WiAuthStatus, for the SQL functions */
+static Datum
+auth_row(FunctionCallInfo fcinfo, WiAuthStatus status, char *header, char *reason)
+{
+	static const char *const names[] = {"none", "ok", "wait", "flagged"};
+	TupleDesc	desc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "webhook_inbox: a credentials function must return a row");
+	values[0] = CStringGetTextDatum(names[status]);
+	if (header)
+		values[1] = CStringGetTextDatum(header);
+	else
+		nulls[1] = true;
+	if (reason)
+		values[2] = CStringGetTextDatum(reason);
+	else
+		nulls[2] = true;
+	return HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls));
+}
+
+/* _tenant_auth(source_id, tenant, fresh) → (status, header, reason) */
+Datum
+wi_tenant_auth_sql(PG_FUNCTION_ARGS)
+{
+	char	   *header;
+	char	   *reason;
+	WiAuthStatus status;
+
+	status = wi_tenant_auth(PG_GETARG_INT32(0), text_to_cstring(PG_GETARG_TEXT_PP(1)),
+							PG_GETARG_BOOL(2) ? WI_AUTH_FRESH : 0, &header, &reason);
+	PG_RETURN_DATUM(auth_row(fcinfo, status, header, reason));
+}
+
+/* _tenant_reauth(source_id, tenant, refused_header) → (status, header, reason) */
+Datum
+wi_tenant_reauth_sql(PG_FUNCTION_ARGS)
+{
+	char	   *header;
+	char	   *reason;
+	WiAuthStatus status;
+
+	status = wi_tenant_auth_refused(PG_GETARG_INT32(0), text_to_cstring(PG_GETARG_TEXT_PP(1)),
+									text_to_cstring(PG_GETARG_TEXT_PP(2)), &header, &reason);
+	PG_RETURN_DATUM(auth_row(fcinfo, status, header, reason));
+}
+
+/* _github_app_jwt(source) → the JWT the worker would send now */
+Datum
+wi_github_app_jwt_sql(PG_FUNCTION_ARGS)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[1] = {TEXTOID};
+	Datum		args[1] = {PG_GETARG_DATUM(0)};
+	char	   *iss;
+	char	   *key;
+	char	   *jwt;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT iss, private_key FROM webhook_inbox._github_app_signing($1)",
+							   1, types, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: reading the app's key failed: %s", SPI_result_code_string(rc));
+	iss = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	key = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	jwt = MemoryContextStrdup(cxt, wi_jwt_rs256(key, iss, (int64) time(NULL)));
+	explicit_bzero(key, strlen(key));
+	SPI_finish();
+	PG_RETURN_TEXT_P(cstring_to_text(jwt));
+}
+
+/* _private_key_bits(pem) → bits, or an error saying what is wrong */
+Datum
+wi_private_key_bits(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(wi_rsa_key_bits(text_to_cstring(PG_GETARG_TEXT_PP(0))));
+}
