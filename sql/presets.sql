@@ -147,6 +147,49 @@ UPDATE @extschema@.machines SET preset = true;
 /* from here on, every change of a route bumps its version */
 CREATE TRIGGER routes_bump BEFORE UPDATE ON @extschema@.routes
 	FOR EACH ROW EXECUTE FUNCTION @extschema@._routes_bump();
+
+/*
+ * A change of a preset route becomes a route of the user's, as a change of a
+ * preset queue owner does (sql/ops.sql): the preset stays as the extension
+ * wrote it (CREATE EXTENSION recreates it on restore, an upgrade may change
+ * it), the user's row is dumped (routes is dumped WHERE NOT preset), no
+ * upgrade touches it, and it shadows the preset of the same key
+ * (_route_of).  The UPDATE itself reports no row: the preset did not
+ * change.  An upgrade script that changes presets disables this trigger
+ * around its own statements (docs/releasing.md).
+ */
+CREATE FUNCTION @extschema@._routes_keep() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		RAISE EXCEPTION 'preset route % for % % cannot be deleted', OLD.id,
+			coalesce(OLD.source_kind, 'source ' || OLD.source_id), OLD.event_type
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Update it instead (to stop following these events: SET class = ''ignore'', strategy = ''ignore''): your row is kept beside the preset and wins.';
+	END IF;
+	INSERT INTO webhook_inbox.routes AS r (source_kind, source_id, event_type, class, object_type, strategy,
+		object_id_path, object_type_path, version_path, status_path, time_path, amount_path,
+		currency_path, machine, tombstone, priority, version, occurrence_kind, preset)
+	VALUES (NEW.source_kind, NEW.source_id, NEW.event_type, NEW.class, NEW.object_type, NEW.strategy,
+		NEW.object_id_path, NEW.object_type_path, NEW.version_path, NEW.status_path, NEW.time_path,
+		NEW.amount_path, NEW.currency_path, NEW.machine, NEW.tombstone, NEW.priority, NEW.version,
+		NEW.occurrence_kind, false)
+	ON CONFLICT ON CONSTRAINT routes_unique DO UPDATE SET
+		class = EXCLUDED.class, object_type = EXCLUDED.object_type, strategy = EXCLUDED.strategy,
+		object_id_path = EXCLUDED.object_id_path, object_type_path = EXCLUDED.object_type_path,
+		version_path = EXCLUDED.version_path, status_path = EXCLUDED.status_path,
+		time_path = EXCLUDED.time_path, amount_path = EXCLUDED.amount_path,
+		currency_path = EXCLUDED.currency_path, machine = EXCLUDED.machine,
+		tombstone = EXCLUDED.tombstone, priority = EXCLUDED.priority,
+		occurrence_kind = EXCLUDED.occurrence_kind;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._routes_keep() IS
+	'Turns an update of a preset route into a route of the user''s (which pg_dump keeps, no upgrade overwrites, and which shadows the preset); refuses deleting a preset.';
+/* from here on, a change of a preset is stored as the user's row */
+CREATE TRIGGER routes_keep BEFORE UPDATE OR DELETE ON @extschema@.routes
+	FOR EACH ROW WHEN (OLD.preset) EXECUTE FUNCTION @extschema@._routes_keep();
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.routes', 'WHERE NOT preset');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.machines', 'WHERE NOT preset');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sources', '');
