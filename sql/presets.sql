@@ -140,8 +140,12 @@ VALUES
 /*
  * pg_dump skips the data of extension tables unless told: user data is dumped
  * in full, routes and machines without the presets this script recreates.
+ * The presets a fresh install writes take ids far above the sequence's, so
+ * that a restore (this script, then the dumped rows of the user's, ids
+ * included) never finds a user's route on a preset's id, whichever release
+ * and upgrades the dumped database went through.
  */
-UPDATE @extschema@.routes SET preset = true;
+UPDATE @extschema@.routes SET preset = true, id = id + 1000000000;
 UPDATE @extschema@.machines SET preset = true;
 
 /* from here on, every change of a route bumps its version */
