@@ -22,6 +22,7 @@ use ReleaseTest;
 use WorkerTest;
 
 my $version = ext_version();
+my ($rc, $out, $err);
 my $node = PostgreSQL::Test::Cluster->new('chain');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
@@ -76,11 +77,30 @@ my $pending = stripe_event('evt_chain_pending', 'payment_intent.processing', 'pa
 is($node->safe_psql('postgres', intake_sql('chain', $pending)), 'new', "0.1.0's intake takes an event of $pis[0]");
 is($node->safe_psql('postgres', q{SELECT object_type || ' ' || strategy || ' ' || status FROM webhook_inbox.inbox
 	WHERE event_id = 'evt_chain_pending'}), 'payment machine pending', 'as 0.1.0 wrote it: a payment, for the machine');
+
+# the rest of 0.1.0's C API on its schema, served by this library
+is($node->safe_psql('postgres', intake_sql('chain', $pending)), 'duplicate', "0.1.0's intake: a duplicate");
+is($node->safe_psql('postgres', intake_sql('chain', 'not json')), 'quarantined', "0.1.0's intake: an unreadable body");
+is($node->safe_psql('postgres', q{SELECT webhook_inbox.intake('rzp', '{x-razorpay-event-id,evt_r1}',
+	convert_to('{"event":"payment.captured","created_at":1700000000,"payload":{"payment":{"entity":{"id":"pay_R2","status":"captured"}}}}', 'UTF8'))}),
+	'new', "0.1.0's intake: a Razorpay payment");
+is($node->safe_psql('postgres', q{SELECT source || ' ' || object_type || ' ' || object_id || ' ' || strategy
+	FROM webhook_inbox.claim('chain-test', 5, '100 milliseconds') WHERE source = 'rzp'}),
+	'rzp payment pay_R2 machine', "0.1.0's claim");
+is($node->safe_psql('postgres', q{SELECT webhook_inbox.transition_allowed('payment', 'pending', 'captured')}), 't',
+	"0.1.0's transition_allowed");
+is($node->safe_psql('postgres', q{SELECT count(*) FROM webhook_inbox.worker_stats() WHERE worker_pid IS NOT NULL}), '1',
+	"0.1.0's worker_stats, with its own columns");
+($rc, $out, $err) = $node->psql('postgres', q{SELECT webhook_inbox.sweep_now('chain', 'payment_intent')});
+like($err, qr/webhook_inbox\.sweep_now\(\) needs the extension updated to \Q$version\E/,
+	'sweep_now() on 0.1.0: refused, naming the release');
+like($err, qr/HINT:  Run ALTER EXTENSION webhook_inbox UPDATE in this database/, '... with the command to run');
+
 # the worker does not touch a 0.1.0 schema: it waits
 ok($node->wait_for_log(qr/has webhook_inbox 0\.1\.0 installed, the library loaded is \Q$version\E; waiting until ALTER EXTENSION webhook_inbox UPDATE/),
 	'the worker waits, saying which versions and the command');
 
-my ($rc, $out, $err) = $node->psql('postgres', 'ALTER EXTENSION webhook_inbox UPDATE');
+($rc, $out, $err) = $node->psql('postgres', 'ALTER EXTENSION webhook_inbox UPDATE');
 is($rc, 0, 'ALTER EXTENSION webhook_inbox UPDATE') or diag($err);
 is($node->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'webhook_inbox'"),
 	$version, "updated to $version");
@@ -124,8 +144,10 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM webhook_inbox.transitions
 	JOIN webhook_inbox.sources s ON s.id = t.source_id WHERE s.name = 'chain' AND t.object_type = 'payment_intent'
 	AND t.from_status IS NULL AND t.to_status = 'pending'}),
 	scalar(@pis), 'with their history');
-is($node->safe_psql('postgres', q{SELECT object_type FROM webhook_inbox.objects o
-	JOIN webhook_inbox.sources s ON s.id = o.source_id WHERE s.name = 'rzp'}), 'payment', "Razorpay's payment stays a payment");
+is($node->safe_psql('postgres', q{SELECT string_agg(object_type || ' ' || object_id, ', ' ORDER BY object_id)
+	FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+	WHERE s.name = 'rzp' AND o.object_id = 'pay_R1'}),
+	'payment pay_R1', "Razorpay's payment stays a payment");
 
 # later events: the pending one and one per PaymentIntent, fetched from the provider
 my $t = 1700000100;
@@ -135,6 +157,9 @@ for my $pi (@pis)
 		stripe_event("evt_chain_$pi", 'payment_intent.updated', 'payment_intent', $pi, 'ignored', $t++)));
 }
 wait_drained($node, 'later events');
+is($node->safe_psql('postgres', q{SELECT status FROM webhook_inbox.objects o JOIN webhook_inbox.sources s
+	ON s.id = o.source_id WHERE s.name = 'rzp' AND o.object_id = 'pay_R2'}), 'captured',
+	'the Razorpay event 0.1.0 claimed is processed once its lease expired');
 my %truth = map { $_->{id} => $_->{status} } grep { $_->{type} eq 'payment_intent' } @{ sim_truth($sim)->{objects} };
 is($node->safe_psql('postgres', q{SELECT string_agg(id || ' ' || status, ', ' ORDER BY id)
 	FROM webhook_inbox.stripe_payment_intents WHERE source = 'chain'}),
