@@ -477,7 +477,7 @@ CREATE FUNCTION @extschema@._routes_keep() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
 	IF TG_OP = 'DELETE' THEN
-		RAISE EXCEPTION 'preset route % for % % cannot be deleted', OLD.id,
+		RAISE EXCEPTION 'preset route for % % cannot be deleted',
 			coalesce(OLD.source_kind, 'source ' || OLD.source_id), OLD.event_type
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'Update it instead (to stop following these events: SET class = ''ignore'', strategy = ''ignore''): your row is kept beside the preset and wins.';
@@ -490,13 +490,21 @@ BEGIN
 		NEW.amount_path, NEW.currency_path, NEW.machine, NEW.tombstone, NEW.priority, NEW.version,
 		NEW.occurrence_kind, false)
 	ON CONFLICT ON CONSTRAINT routes_unique DO UPDATE SET
-		class = EXCLUDED.class, object_type = EXCLUDED.object_type, strategy = EXCLUDED.strategy,
-		object_id_path = EXCLUDED.object_id_path, object_type_path = EXCLUDED.object_type_path,
-		version_path = EXCLUDED.version_path, status_path = EXCLUDED.status_path,
-		time_path = EXCLUDED.time_path, amount_path = EXCLUDED.amount_path,
-		currency_path = EXCLUDED.currency_path, machine = EXCLUDED.machine,
-		tombstone = EXCLUDED.tombstone, priority = EXCLUDED.priority,
-		occurrence_kind = EXCLUDED.occurrence_kind;
+		class = CASE WHEN NEW.class IS DISTINCT FROM OLD.class THEN EXCLUDED.class ELSE r.class END,
+		object_type = CASE WHEN NEW.object_type IS DISTINCT FROM OLD.object_type THEN EXCLUDED.object_type ELSE r.object_type END,
+		strategy = CASE WHEN NEW.strategy IS DISTINCT FROM OLD.strategy THEN EXCLUDED.strategy ELSE r.strategy END,
+		object_id_path = CASE WHEN NEW.object_id_path::text IS DISTINCT FROM OLD.object_id_path::text THEN EXCLUDED.object_id_path ELSE r.object_id_path END,
+		object_type_path = CASE WHEN NEW.object_type_path::text IS DISTINCT FROM OLD.object_type_path::text THEN EXCLUDED.object_type_path ELSE r.object_type_path END,
+		version_path = CASE WHEN NEW.version_path::text IS DISTINCT FROM OLD.version_path::text THEN EXCLUDED.version_path ELSE r.version_path END,
+		status_path = CASE WHEN NEW.status_path::text IS DISTINCT FROM OLD.status_path::text THEN EXCLUDED.status_path ELSE r.status_path END,
+		time_path = CASE WHEN NEW.time_path::text IS DISTINCT FROM OLD.time_path::text THEN EXCLUDED.time_path ELSE r.time_path END,
+		amount_path = CASE WHEN NEW.amount_path::text IS DISTINCT FROM OLD.amount_path::text THEN EXCLUDED.amount_path ELSE r.amount_path END,
+		currency_path = CASE WHEN NEW.currency_path::text IS DISTINCT FROM OLD.currency_path::text THEN EXCLUDED.currency_path ELSE r.currency_path END,
+		machine = CASE WHEN NEW.machine IS DISTINCT FROM OLD.machine THEN EXCLUDED.machine ELSE r.machine END,
+		tombstone = CASE WHEN NEW.tombstone IS DISTINCT FROM OLD.tombstone THEN EXCLUDED.tombstone ELSE r.tombstone END,
+		priority = CASE WHEN NEW.priority IS DISTINCT FROM OLD.priority THEN EXCLUDED.priority ELSE r.priority END,
+		occurrence_kind = CASE WHEN NEW.occurrence_kind IS DISTINCT FROM OLD.occurrence_kind THEN EXCLUDED.occurrence_kind ELSE r.occurrence_kind END,
+		version = r.version + 1;
 	RETURN NULL;
 END
 $$;
