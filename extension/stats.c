@@ -102,12 +102,15 @@ wi_stat_latency(double ms)
  * served (0.1.0's has no refused column) and a counter a release adds is
  * simply not shown by an earlier one.
  */
-static const char *const stat_columns[WI_STAT__COUNT] = {
+static const char *const stat_columns[] = {
 	"claimed", "events", "fetched", "fetch_errors", "saved", "duplicates", "stale",
 	"ties", "backward", "occurrences", "ignored", "tombstones", "retries", "quarantined",
 	"unorderable", "fenced", "deferred", "rate_limited", "auth_refused", "sweeps",
 	"sweeps_failed", "repairs", "errors", "refused",
 };
+
+StaticAssertDecl(lengthof(stat_columns) == WI_STAT__COUNT,
+				 "stat_columns must name every WiStat");
 
 /*
  * worker_stats(): one row: the worker's pid, the counters, then the average
