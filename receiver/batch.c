@@ -124,8 +124,11 @@ typedef struct dbunit
 	struct timespec sent_at;
 } dbunit;
 
-/* Batches, and one setup, sources or rollback unit. */
-#define UNITS_MAX (RCV_PIPELINE_MAX + 1)
+/*
+ * Batches, and one setup, sources or rollback unit; on a connection that
+ * fell back to intake(), a probe or prepare unit besides.
+ */
+#define UNITS_MAX (RCV_PIPELINE_MAX + 2)
 
 /* One database connection and the units it has in flight, oldest first. */
 typedef struct dbconn

@@ -23,6 +23,15 @@
 -- The assembled script is sql/webhook_inbox--0.1.0--0.2.0.sql (make), and
 -- docs/releasing.md says how it is made.
 
+-- Intake goes on while the update runs (the library serves 0.1.0 until it
+-- commits).  The tables an intake touches are locked first, in the order an
+-- intake takes them (sources, routes, inbox, deliveries): the update waits
+-- for the intakes in flight and the next ones wait for its commit, instead
+-- of the update's first ALTER TABLE of routes and an intake that holds
+-- sources deadlocking (which aborts one of them, perhaps the update).
+LOCK TABLE @extschema@.sources, @extschema@.routes, @extschema@.inbox, @extschema@.deliveries
+	IN ACCESS EXCLUSIVE MODE;
+
 -- The worker's local work reports outcomes as (outcome, events) rows
 -- instead of one column per counter.
 DROP FUNCTION @extschema@._work_claim(bigint);
