@@ -80,6 +80,7 @@
 #define RELOAD_RETRY_MS 1000
 #define NOTIFY_CHANNEL	"webhook_inbox_sources"
 #define PROBE_INTERVAL_MS 5000
+#define SQLSTATE_UNDEFINED_FUNCTION "42883"
 #define HAS_BATCH_QUERY "SELECT to_regprocedure('webhook_inbox.intake_batch(text[],text[],bytea[])')" \
 	" IS NOT NULL AS has_intake_batch"
 
@@ -120,6 +121,7 @@ typedef struct dbunit
 	rcv_delivery *next_outcome;	/* single: whose intake() answers next */
 	int			failed;
 	int			has_batch;		/* U_SETUP, U_PROBE: intake_batch() exists */
+	int			undefined_function; /* failed with SQLSTATE 42883 */
 	int			prepare_single; /* U_PREPARE: 0.1.0's intake(), not intake_batch() */
 	struct timespec sent_at;
 } dbunit;
@@ -925,7 +927,11 @@ handle_result(dbconn *c, PGresult *res)
 	}
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
 		u->failed = 1;
+		if (state && strcmp(state, SQLSTATE_UNDEFINED_FUNCTION) == 0)
+			u->undefined_function = 1;
 		log_result_error(u->kind == U_BATCH ? "batch" :
 						 u->kind == U_ROLLBACK ? "rollback" :
 						 u->kind == U_PREPARE ? "preparing the batch statement" :
@@ -1020,6 +1026,16 @@ unit_done(dbconn *c)
 				/* intake() refused a source we still list, or the update ran */
 				db.want_sources = 1;
 				c->want_probe = c->single;
+			}
+			else if (!ok && u.undefined_function)
+			{
+				/*
+				 * The function of the batch statement is gone (the extension
+				 * was dropped, or is another release's): a new session asks
+				 * again which one to use.
+				 */
+				db_fail(c, "the batch statement's function does not exist (SQLSTATE 42883): reconnecting");
+				return;
 			}
 			break;
 		case U_SETUP:

@@ -130,6 +130,26 @@ my @failures = $log =~ /^.*webhook_inbox worker: (?!the extension exists|databas
 is(scalar @failures, 0, 'the worker logged no failure') or diag(join("\n", @failures[0 .. ($#failures < 9 ? $#failures : 9)]));
 like($log, qr/webhook_inbox worker: the extension exists, processing the inbox/, 'the worker resumed by itself');
 
+# intake_batch() gone under the connected receiver (its batch fails with
+# SQLSTATE 42883): the connection starts again, finds no intake_batch() and
+# writes through intake() by itself.
+$node->safe_psql('postgres', q{
+	ALTER EXTENSION webhook_inbox DROP FUNCTION webhook_inbox.intake_batch(text[], text[], bytea[]);
+	DROP FUNCTION webhook_inbox.intake_batch(text[], text[], bytea[])});
+my @answers;
+ok(SimTest::poll_until(sub {
+	my $n = scalar @answers;
+	my $body = qq({"id":"evt_gone_$n","object":"event","type":"customer.subscription.updated","created":1700000000,)
+	  . qq("data":{"object":{"id":"sub_gone","object":"subscription","status":"active"}}});
+	my $res = ReceiverTest::post($rcv, 'up', ReceiverTest::sign('stripe', 'whsec_upstream', $body), $body);
+	push @answers, $res->{status};
+	return $res->{status} == 200;
+}, 30), 'intake_batch() dropped: deliveries are answered 200 again by themselves (answers: @answers)');
+like($rcv->{log}, qr/batch statement's function does not exist \(SQLSTATE 42883\): reconnecting/,
+	'the receiver reconnected on SQLSTATE 42883');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM webhook_inbox.inbox WHERE event_id LIKE 'evt\_gone\_%'}),
+	scalar(grep { $_ == 200 } @answers), 'the delivery answered 200 is stored');
+
 is(stop_receiver($rcv), 0, 'the receiver stops cleanly');
 stop_proc($sim);
 $node->stop;
