@@ -33,6 +33,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_claim);
@@ -316,6 +317,10 @@ wi_claim(PG_FUNCTION_ARGS)
 	int			ncands = 0;
 	int			claimed = 0;
 	int			rc;
+
+	/* a database still at 0.1.0: that release's claim on its tables */
+	if (wi_schema() == WI_SCHEMA_0_1_0)
+		return wi_compat_0_1_0_claim(fcinfo);
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,

@@ -42,6 +42,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
+#include "compat.h"
 #include "provider.h"
 #include "stats.h"
 #include "step.h"
@@ -396,6 +397,9 @@ wi_run_effects(PG_FUNCTION_ARGS)
 	CallContext *cc = (CallContext *) fcinfo->context;
 	int32		max_effects = PG_ARGISNULL(0) ? 10 : PG_GETARG_INT32(0);
 	char	   *worker = PG_ARGISNULL(1) ? "sql" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	/* a database still at 0.1.0 has no path for this: say what to run */
+	wi_schema_require_current("run_effects");
 
 	if (cc == NULL || !IsA(cc, CallContext) || cc->atomic)
 		ereport(ERROR,

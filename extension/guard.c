@@ -27,6 +27,7 @@
 #include "utils/rel.h"
 #include "utils/typcache.h"
 
+#include "compat.h"
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_upsert_object);
@@ -138,6 +139,10 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 	bool		fresh;
 	bool		same_content;
 	const char *result;
+
+	/* a database still at 0.1.0: that release's upsert on its tables */
+	if (wi_schema() == WI_SCHEMA_0_1_0)
+		return wi_compat_0_1_0_upsert_object(fcinfo);
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,

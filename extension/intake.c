@@ -63,6 +63,7 @@
 #include "utils/timestamp.h"
 
 #include "bulk.h"
+#include "compat.h"
 #include "intake_ids.h"
 #include "json_fast.h"
 #include "route_cache.h"
@@ -1639,6 +1640,10 @@ wi_intake(PG_FUNCTION_ARGS)
 	char	   *name;
 	Row			row;
 	const char *outcome;
+
+	/* a database still at 0.1.0: that release's intake on its tables */
+	if (wi_schema() == WI_SCHEMA_0_1_0)
+		return wi_compat_0_1_0_intake(fcinfo);
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,

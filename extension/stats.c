@@ -97,22 +97,38 @@ wi_stat_latency(double ms)
 }
 
 /*
- * worker_stats(): one row, the columns in WiStat order after the worker's
- * pid, then the average and maximum fetch latency in milliseconds.
+ * The output column of each counter, in WiStat order.  worker_stats() fills
+ * its result by these names, so the declaration of any released schema is
+ * served (0.1.0's has no refused column) and a counter a release adds is
+ * simply not shown by an earlier one.
+ */
+static const char *const stat_columns[] = {
+	"claimed", "events", "fetched", "fetch_errors", "saved", "duplicates", "stale",
+	"ties", "backward", "occurrences", "ignored", "tombstones", "retries", "quarantined",
+	"unorderable", "fenced", "deferred", "rate_limited", "auth_refused", "sweeps",
+	"sweeps_failed", "repairs", "errors", "refused",
+};
+
+StaticAssertDecl(lengthof(stat_columns) == WI_STAT__COUNT,
+				 "stat_columns must name every WiStat");
+
+/*
+ * worker_stats(): one row: the worker's pid, the counters, then the average
+ * and maximum fetch latency in milliseconds, each by its column's name.
  */
 Datum
 wi_worker_stats(PG_FUNCTION_ARGS)
 {
 	TupleDesc	desc;
-	Datum		values[WI_STAT__COUNT + 3];
-	bool		nulls[WI_STAT__COUNT + 3] = {0};
+	Datum	   *values;
+	bool	   *nulls;
 	int			pid = 0;
+	uint64		count = 0;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "webhook_inbox: worker_stats must return a composite type");
-	if (desc->natts != WI_STAT__COUNT + 3)
-		elog(ERROR, "webhook_inbox: worker_stats returns %d columns, the library has %d",
-			 desc->natts, WI_STAT__COUNT + 3);
+	values = palloc0(sizeof(Datum) * desc->natts);
+	nulls = palloc0(sizeof(bool) * desc->natts);
 
 	if (wi_shared != NULL)
 	{
@@ -120,23 +136,34 @@ wi_worker_stats(PG_FUNCTION_ARGS)
 		pid = wi_shared->worker_pid;
 		SpinLockRelease(&wi_shared->mutex);
 	}
-	values[0] = Int32GetDatum(pid);
-	nulls[0] = pid == 0;
-	for (int i = 0; i < WI_STAT__COUNT; i++)
-		values[i + 1] = Int64GetDatum(wi_stats ? (int64) pg_atomic_read_u64(&wi_stats->counters[i]) : 0);
-	if (wi_stats != NULL && pg_atomic_read_u64(&wi_stats->latency_count) > 0)
+	if (wi_stats != NULL)
+		count = pg_atomic_read_u64(&wi_stats->latency_count);
+	for (int a = 0; a < desc->natts; a++)
 	{
-		uint64		count = pg_atomic_read_u64(&wi_stats->latency_count);
+		const char *name = NameStr(TupleDescAttr(desc, a)->attname);
+		int			k;
 
-		values[WI_STAT__COUNT + 1] =
-			Float8GetDatum(pg_atomic_read_u64(&wi_stats->latency_us_sum) / 1000.0 / count);
-		values[WI_STAT__COUNT + 2] =
-			Float8GetDatum(pg_atomic_read_u64(&wi_stats->latency_us_max) / 1000.0);
-	}
-	else
-	{
-		nulls[WI_STAT__COUNT + 1] = true;
-		nulls[WI_STAT__COUNT + 2] = true;
+		if (strcmp(name, "worker_pid") == 0)
+		{
+			values[a] = Int32GetDatum(pid);
+			nulls[a] = pid == 0;
+			continue;
+		}
+		if (strcmp(name, "fetch_latency_avg_ms") == 0 || strcmp(name, "fetch_latency_max_ms") == 0)
+		{
+			nulls[a] = count == 0;
+			if (count > 0 && strcmp(name, "fetch_latency_avg_ms") == 0)
+				values[a] = Float8GetDatum(pg_atomic_read_u64(&wi_stats->latency_us_sum) / 1000.0 / count);
+			else if (count > 0)
+				values[a] = Float8GetDatum(pg_atomic_read_u64(&wi_stats->latency_us_max) / 1000.0);
+			continue;
+		}
+		for (k = 0; k < WI_STAT__COUNT; k++)
+			if (strcmp(name, stat_columns[k]) == 0)
+				break;
+		if (k == WI_STAT__COUNT)
+			elog(ERROR, "webhook_inbox: worker_stats has a column \"%s\" the library does not count", name);
+		values[a] = Int64GetDatum(wi_stats ? (int64) pg_atomic_read_u64(&wi_stats->counters[k]) : 0);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

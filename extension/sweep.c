@@ -32,6 +32,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "compat.h"
 #include "provider.h"
 #include "ratelimit.h"
 #include "stats.h"
@@ -687,6 +688,9 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 	char	   *layer;
 	int32		source_id;
 	int64		run_id;
+
+	/* a database still at 0.1.0 has no path for this: say what to run */
+	wi_schema_require_current("sweep_now");
 
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,

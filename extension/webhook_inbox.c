@@ -13,6 +13,7 @@
 #include "miscadmin.h"
 #include "utils/inval.h"
 
+#include "compat.h"
 #include "route_cache.h"
 #include "webhook_inbox.h"
 
@@ -61,6 +62,7 @@ void
 _PG_init(void)
 {
 	wi_guc_init(process_shared_preload_libraries_in_progress);
+	wi_compat_init();
 	wi_machine_init();
 	wi_route_cache_init();
 

@@ -16,7 +16,6 @@
  */
 #include "postgres.h"
 
-#include "commands/extension.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
@@ -28,6 +27,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
+#include "compat.h"
 #include "provider.h"
 #include "round.h"
 #include "stats.h"
@@ -79,10 +79,13 @@ handle_sigterm(SIGNAL_ARGS)
 	errno = save_errno;
 }
 
+/* The extension's version in this database; "" while it is not installed. */
 static void
-extension_ready_xact(void *arg)
+extension_version_xact(void *arg)
 {
-	*(bool *) arg = OidIsValid(get_extension_oid("webhook_inbox", true));
+	char	   *v = wi_schema_version();
+
+	strlcpy((char *) arg, v ? v : "", NAMEDATALEN);
 }
 
 static void
@@ -96,7 +99,7 @@ void
 wi_worker_main(Datum main_arg)
 {
 	MemoryContext round_cxt;
-	bool		announced = false;
+	char		announced[NAMEDATALEN] = "";	/* the version last logged */
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, handle_sigterm);
@@ -122,7 +125,7 @@ wi_worker_main(Datum main_arg)
 	while (!got_sigterm)
 	{
 		bool		more = false;
-		bool		ready = false;
+		char		version[NAMEDATALEN] = "";
 
 		if (ConfigReloadPending)
 		{
@@ -133,16 +136,36 @@ wi_worker_main(Datum main_arg)
 		MemoryContextReset(round_cxt);
 		MemoryContextSwitchTo(round_cxt);
 
-		if (wi_enabled && wi_step_run(&steps, extension_ready_xact, &ready) == NULL && ready)
+		if (wi_enabled && wi_step_run(&steps, extension_version_xact, version) == NULL &&
+			version[0] != '\0')
 		{
-			if (!announced)
-				ereport(LOG, (errmsg("webhook_inbox worker: the extension exists, processing the inbox")));
-			announced = true;
-			more = wi_round_run(&steps);
-			if (!got_sigterm && effects_round())
-				more = true;
-			if (!got_sigterm)
-				wi_sweep_due(&steps);
+			bool		current = strcmp(version, EXTVERSION) == 0;
+
+			/*
+			 * A database whose extension is another release's (the library
+			 * was upgraded, ALTER EXTENSION UPDATE not yet run): its schema
+			 * is not the one this code works on.  Say so once, and look again
+			 * every naptime (the version is cached until pg_extension
+			 * changes, so that costs no catalog read); intake goes on meanwhile
+			 * through compat.c.
+			 */
+			if (strcmp(version, announced) != 0)
+			{
+				if (current)
+					ereport(LOG, (errmsg("webhook_inbox worker: the extension exists, processing the inbox")));
+				else
+					ereport(LOG, (errmsg("webhook_inbox worker: database \"%s\" has webhook_inbox %s installed, the library loaded is %s; waiting until ALTER EXTENSION webhook_inbox UPDATE is run in it",
+										 wi_database, version, EXTVERSION)));
+				strlcpy(announced, version, sizeof(announced));
+			}
+			if (current)
+			{
+				more = wi_round_run(&steps);
+				if (!got_sigterm && effects_round())
+					more = true;
+				if (!got_sigterm)
+					wi_sweep_due(&steps);
+			}
 		}
 		MemoryContextSwitchTo(TopMemoryContext);
 		if (more || got_sigterm)

@@ -7,11 +7,13 @@
  * ended by a pipeline sync:
  *
  *	setup     synchronous_commit guard; LISTEN webhook_inbox_sources;
- *	          PREPARE intake_batch; load sources
+ *	          does intake_batch() exist; load sources
+ *	prepare   PREPARE intake_batch (or 0.1.0's intake, see below)
  *	sources   load sources (after NOTIFY or SIGHUP)
  *	batch     intake_batch($1, $2, $3) for the whole batch, alone in its
  *	          implicit transaction: the sync commits it
  *	rollback  ROLLBACK, should a unit ever leave the session in a failed block
+ *	probe     does intake_batch() exist now, on a connection that fell back
  *
  * A batch is one statement, whatever its size: its sources, headers and
  * bodies travel as three arrays in PostgreSQL's binary array format (no
@@ -43,6 +45,21 @@
  * and the HTTP side answers 503; a lost connection so reports every batch
  * it carried.  While no connection is ready, submissions are refused at
  * once; each connection reconnects by itself with exponential backoff.
+ *
+ * A database whose extension is still at release 0.1.0 (the new packages
+ * are installed, ALTER EXTENSION UPDATE has not run yet) has no
+ * intake_batch(); the setup asks (to_regprocedure, so that no statement
+ * fails and the server logs no error).  The connection then prepares
+ * 0.1.0's intake() instead and sends one call per delivery,
+ * all of a batch's calls before one sync: still one transaction and one
+ * commit per batch, and still no 2xx before it.  (A delivery intake()
+ * refuses, a source unknown or disabled since our last load, fails its
+ * batch in this mode: every delivery of it is answered 503, the sources
+ * are reloaded, and the retry is answered 404 by us.)  Such a connection
+ * tries intake_batch again (a probe unit) on a NOTIFY of the sources
+ * channel (the upgrade sends one), every PROBE_INTERVAL_MS, and after a
+ * failed batch; once it exists, the connection prepares it and batches
+ * with it again.  A reconnect asks anew.
  */
 #include "batch.h"
 
@@ -62,6 +79,10 @@
 #define BACKOFF_MAX_MS	2000
 #define RELOAD_RETRY_MS 1000
 #define NOTIFY_CHANNEL	"webhook_inbox_sources"
+#define PROBE_INTERVAL_MS 5000
+#define SQLSTATE_UNDEFINED_FUNCTION "42883"
+#define HAS_BATCH_QUERY "SELECT to_regprocedure('webhook_inbox.intake_batch(text[],text[],bytea[])')" \
+	" IS NOT NULL AS has_intake_batch"
 
 /* Type OIDs of intake_batch()'s arguments: text[], text[], bytea[]. */
 #define TEXTOID			25
@@ -84,7 +105,9 @@ typedef enum unit_kind
 	U_SETUP,
 	U_SOURCES,
 	U_BATCH,
-	U_ROLLBACK
+	U_ROLLBACK,
+	U_PROBE,
+	U_PREPARE
 } unit_kind;
 
 /* A unit sent on a connection whose sync has not come back yet. */
@@ -94,12 +117,20 @@ typedef struct dbunit
 	rcv_delivery *batch;		/* U_BATCH: its deliveries, in order */
 	int			batch_n;
 	int			noutcomes;		/* rows of intake_batch() taken */
+	int			single;			/* U_BATCH: sent as one intake() per delivery */
+	rcv_delivery *next_outcome;	/* single: whose intake() answers next */
 	int			failed;
+	int			has_batch;		/* U_SETUP, U_PROBE: intake_batch() exists */
+	int			undefined_function; /* failed with SQLSTATE 42883 */
+	int			prepare_single; /* U_PREPARE: 0.1.0's intake(), not intake_batch() */
 	struct timespec sent_at;
 } dbunit;
 
-/* Batches, and one setup, sources or rollback unit. */
-#define UNITS_MAX (RCV_PIPELINE_MAX + 1)
+/*
+ * Batches, and one setup, sources or rollback unit; on a connection that
+ * fell back to intake(), a probe or prepare unit besides.
+ */
+#define UNITS_MAX (RCV_PIPELINE_MAX + 2)
 
 /* One database connection and the units it has in flight, oldest first. */
 typedef struct dbconn
@@ -115,6 +146,10 @@ typedef struct dbconn
 	int			ever_connected;
 	int			setup_done;
 	int			want_rollback;
+	int			single;			/* no intake_batch(): intake() per delivery */
+	int			want_probe;		/* single: ask again whether intake_batch() exists */
+	int			want_prepare;	/* setup done: the batch statement to prepare */
+	int			want_prepare_batch; /* single: intake_batch() appeared, prepare it */
 
 	dbunit		units[UNITS_MAX];	/* a ring: units[first] is the oldest */
 	int			first;
@@ -141,6 +176,7 @@ static struct
 	int			want_sources;
 	int			sources_loaded;
 	struct event *reload_ev;	/* retry of a failed source load */
+	struct event *probe_ev;		/* PROBE_INTERVAL_MS, while a connection is single */
 	int			stopping;
 	void		(*drained) (void);
 
@@ -354,6 +390,10 @@ db_fail(dbconn *c, const char *why)
 	c->state = DB_DOWN;
 	c->setup_done = 0;
 	c->want_rollback = 0;
+	c->single = 0;				/* a reconnect asks again */
+	c->want_probe = 0;
+	c->want_prepare = 0;
+	c->want_prepare_batch = 0;
 
 	while (c->nunits > 0)
 	{
@@ -413,6 +453,48 @@ unit_sent(dbconn *c, dbunit *u)
 	db_flush(c);
 }
 
+/*
+ * PREPARE the batch statement, alone before its sync: intake_batch(), or on
+ * a single connection 0.1.0's intake(source, headers, body).
+ */
+static void
+send_prepare(dbconn *c, int single)
+{
+	static const Oid batch_types[3] = {TEXTARRAYOID, TEXTARRAYOID, BYTEAARRAYOID};
+	static const Oid single_types[3] = {TEXTOID, TEXTARRAYOID, BYTEAOID};
+	dbunit	   *u = unit_push(c, U_PREPARE);
+	int			ok;
+
+	u->prepare_single = single;
+	if (single)
+		ok = PQsendPrepare(c->conn, "intake", "SELECT webhook_inbox.intake($1, $2, $3)", 3, single_types);
+	else
+		ok = PQsendPrepare(c->conn, "intake_batch",
+						   "SELECT ord, outcome, reason FROM webhook_inbox.intake_batch($1, $2, $3)",
+						   3, batch_types);
+	if (!ok)
+	{
+		db_fail(c, PQerrorMessage(c->conn));
+		return;
+	}
+	unit_sent(c, u);
+}
+
+/* A single connection asks again whether intake_batch() exists. */
+static void
+send_probe(dbconn *c)
+{
+	dbunit	   *u = unit_push(c, U_PROBE);
+
+	c->want_probe = 0;
+	if (!PQsendQueryParams(c->conn, HAS_BATCH_QUERY, 0, NULL, NULL, NULL, NULL, 0))
+	{
+		db_fail(c, PQerrorMessage(c->conn));
+		return;
+	}
+	unit_sent(c, u);
+}
+
 static void
 send_setup_or_sources(dbconn *c)
 {
@@ -421,8 +503,6 @@ send_setup_or_sources(dbconn *c)
 
 	if (setup)
 	{
-		static const Oid types[3] = {TEXTARRAYOID, TEXTARRAYOID, BYTEAARRAYOID};
-
 		/*
 		 * An acknowledgement promises durability: with synchronous_commit
 		 * off, COMMIT returns before the WAL is flushed, so this session
@@ -434,9 +514,7 @@ send_setup_or_sources(dbconn *c)
 							   0, NULL, NULL, NULL, NULL, 0) ||
 			!PQsendQueryParams(c->conn, "LISTEN " NOTIFY_CHANNEL, 0, NULL, NULL,
 							   NULL, NULL, 0) ||
-			!PQsendPrepare(c->conn, "intake_batch",
-						   "SELECT ord, outcome, reason FROM webhook_inbox.intake_batch($1, $2, $3)",
-						   3, types))
+			!PQsendQueryParams(c->conn, HAS_BATCH_QUERY, 0, NULL, NULL, NULL, NULL, 0))
 			goto err;
 	}
 	if (!PQsendQueryParams(c->conn, rcv_sources_query, 0, NULL, NULL, NULL, NULL, 0))
@@ -575,6 +653,42 @@ batch_share(void)
 }
 
 /*
+ * send_batch_single
+ *		The deliveries of u as one intake() call each, on a connection whose
+ *		database has no intake_batch() (0.1.0): all before u's one sync, so
+ *		one transaction.  Each call's arguments are its source, its headers
+ *		as a one-dimensional text[] and its body, in binary.  Returns 0, or
+ *		-1 when libpq refused (its error message says why) or memory ran out.
+ */
+static int
+send_batch_single(dbconn *c, dbunit *u)
+{
+	static const int formats[3] = {1, 1, 1};
+
+	u->single = 1;
+	u->next_outcome = u->batch;
+	for (rcv_delivery *d = u->batch; d; d = d->next)
+	{
+		int			dims[1] = {d->npairs * 2};
+		const char *values[3];
+		int			lengths[3];
+
+		if (abuf_start(&db.arg[1], d->npairs > 0 ? 1 : 0, dims, 0, TEXTOID) < 0 ||
+			abuf_add(&db.arg[1], d->headers, d->headers_len) < 0)
+			return -1;
+		values[0] = d->source;
+		lengths[0] = (int) strlen(d->source);
+		values[1] = db.arg[1].data;
+		lengths[1] = (int) db.arg[1].len;
+		values[2] = (const char *) d->body;
+		lengths[2] = (int) d->len;
+		if (!PQsendQueryPrepared(c->conn, "intake", 3, values, lengths, formats, 0))
+			return -1;
+	}
+	return 0;
+}
+
+/*
  * send_batch
  *		Move up to a slot's share of the waiting deliveries (at most
  *		batch-size, and about BATCH_MAX_BYTES of bodies) into one
@@ -608,18 +722,26 @@ send_batch(dbconn *c)
 	}
 	if (db.head == NULL)
 		db.tail = NULL;
-	if (encode_batch(u->batch, n) < 0)
+	if (c->single)
 	{
-		db_fail(c, "out of memory");
-		return;
+		if (send_batch_single(c, u) < 0)
+			goto err;
 	}
-	for (int i = 0; i < 3; i++)
+	else
 	{
-		values[i] = db.arg[i].data;
-		lengths[i] = (int) db.arg[i].len;
+		if (encode_batch(u->batch, n) < 0)
+		{
+			db_fail(c, "out of memory");
+			return;
+		}
+		for (int i = 0; i < 3; i++)
+		{
+			values[i] = db.arg[i].data;
+			lengths[i] = (int) db.arg[i].len;
+		}
+		if (!PQsendQueryPrepared(c->conn, "intake_batch", 3, values, lengths, formats, 0))
+			goto err;
 	}
-	if (!PQsendQueryPrepared(c->conn, "intake_batch", 3, values, lengths, formats, 0))
-		goto err;
 	/* what is left was already waiting: the next free slot takes it */
 	db.delay_due = db.nwaiting > 0;
 	if (db.nwaiting == 0)
@@ -746,13 +868,25 @@ db_kick(void)
 		if (!c->setup_done)
 		{
 			/* after a failed setup, wait for the retry timer */
-			if (c->nunits == 0 && !event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+			if (c->nunits == 0 && c->want_prepare)
+			{
+				c->want_prepare = 0;
+				send_prepare(c, c->single);
+			}
+			else if (c->nunits == 0 && !event_pending(db.reload_ev, EV_TIMEOUT, NULL))
 				send_setup_or_sources(c);
 			continue;
 		}
 		if (db.want_sources && c->nunits < UNITS_MAX &&
 			!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
 			send_setup_or_sources(c);
+		if (c->state == DB_READY && c->single && c->want_prepare_batch && c->nunits < UNITS_MAX)
+		{
+			c->want_prepare_batch = 0;
+			send_prepare(c, 0);
+		}
+		if (c->state == DB_READY && c->single && c->want_probe && c->nunits < UNITS_MAX)
+			send_probe(c);
 	}
 	while (batch_due())
 	{
@@ -793,12 +927,41 @@ handle_result(dbconn *c, PGresult *res)
 	}
 	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
 	{
+		const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
 		u->failed = 1;
+		if (state && strcmp(state, SQLSTATE_UNDEFINED_FUNCTION) == 0)
+			u->undefined_function = 1;
 		log_result_error(u->kind == U_BATCH ? "batch" :
-						 u->kind == U_ROLLBACK ? "rollback" : "loading sources", res);
+						 u->kind == U_ROLLBACK ? "rollback" :
+						 u->kind == U_PREPARE ? "preparing the batch statement" :
+						 u->kind == U_PROBE ? "asking for intake_batch()" : "loading sources", res);
 		return;
 	}
-	if (u->kind == U_BATCH)
+	if ((u->kind == U_SETUP || u->kind == U_PROBE) && st == PGRES_TUPLES_OK &&
+		PQnfields(res) == 1 && strcmp(PQfname(res, 0), "has_intake_batch") == 0)
+	{
+		u->has_batch = PQntuples(res) == 1 && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+		return;
+	}
+	if (u->kind == U_BATCH && u->single)
+	{
+		/* one intake() result per delivery, in order */
+		rcv_delivery *d = u->next_outcome;
+
+		if (d == NULL || st != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 1 ||
+			PQgetisnull(res, 0, 0))
+		{
+			u->failed = 1;
+			rcv_log(RCV_LOG_WARNING, "batch failed: unexpected result shape");
+			return;
+		}
+		d->status = 200;
+		snprintf(d->outcome, sizeof(d->outcome), "%s", PQgetvalue(res, 0, 0));
+		u->next_outcome = d->next;
+		u->noutcomes++;
+	}
+	else if (u->kind == U_BATCH)
 	{
 		/* intake_batch()'s rows, one result only */
 		if (st != PGRES_TUPLES_OK || u->noutcomes != 0 || take_outcomes(u, res) < 0)
@@ -858,6 +1021,22 @@ unit_done(dbconn *c)
 			rcv_log(RCV_LOG_DEBUG, "batch of %d %s on connection %d", u.batch_n,
 					ok ? "committed" : "failed", c->no);
 			complete_all(u.batch, ok);
+			if (!ok && u.single)
+			{
+				/* intake() refused a source we still list, or the update ran */
+				db.want_sources = 1;
+				c->want_probe = c->single;
+			}
+			else if (!ok && u.undefined_function)
+			{
+				/*
+				 * The function of the batch statement is gone (the extension
+				 * was dropped, or is another release's): a new session asks
+				 * again which one to use.
+				 */
+				db_fail(c, "the batch statement's function does not exist (SQLSTATE 42883): reconnecting");
+				return;
+			}
 			break;
 		case U_SETUP:
 		case U_SOURCES:
@@ -870,13 +1049,50 @@ unit_done(dbconn *c)
 			}
 			else if (u.kind == U_SETUP)
 			{
+				/* the batch statement next: intake_batch(), or 0.1.0's intake() */
+				c->single = !u.has_batch;
+				c->want_prepare = 1;
+				if (c->single)
+				{
+					rcv_log(RCV_LOG_WARNING,
+							"database connection %d: webhook_inbox.intake_batch() does not exist (the extension "
+							"is at an earlier release: run ALTER EXTENSION webhook_inbox UPDATE); writing each "
+							"delivery with intake(), one transaction per batch", c->no);
+					if (!event_pending(db.probe_ev, EV_TIMEOUT, NULL))
+						add_ms(db.probe_ev, PROBE_INTERVAL_MS);
+				}
+			}
+			break;
+		case U_PREPARE:
+			if (u.failed)
+			{
+				/* the setup again, after the reload delay */
+				if (!c->setup_done)
+				{
+					c->want_prepare = 0;
+					if (!event_pending(db.reload_ev, EV_TIMEOUT, NULL))
+						add_ms(db.reload_ev, RELOAD_RETRY_MS);
+				}
+			}
+			else if (!c->setup_done)
+			{
 				c->setup_done = 1;
 				update_db_up();
 				rcv_log(RCV_LOG_INFO, "database connection %d ready", c->no);
 			}
+			else if (!u.prepare_single && c->single)
+			{
+				c->single = 0;
+				rcv_log(RCV_LOG_INFO, "database connection %d: webhook_inbox.intake_batch() exists now, "
+						"batches use it again", c->no);
+			}
 			break;
 		case U_ROLLBACK:
 			c->want_rollback = 0;
+			break;
+		case U_PROBE:
+			if (!u.failed && u.has_batch && c->single)
+				c->want_prepare_batch = 1;
 			break;
 	}
 	check_drained();
@@ -927,7 +1143,11 @@ db_readable(evutil_socket_t fd, short what, void *arg)
 	while ((n = PQnotifies(c->conn)) != NULL)
 	{
 		if (strcmp(n->relname, NOTIFY_CHANNEL) == 0)
+		{
 			db.want_sources = 1;
+			for (int k = 0; k < db.nconns; k++)
+				db.conns[k].want_probe = db.conns[k].single;
+		}
 		PQfreemem(n);
 	}
 	if (PQstatus(c->conn) == CONNECTION_BAD)
@@ -1060,6 +1280,23 @@ db_delay_elapsed(evutil_socket_t fd, short what, void *arg)
 	db_kick();
 }
 
+/* Every PROBE_INTERVAL_MS while any connection is single: probe them. */
+static void
+db_probe_due(evutil_socket_t fd, short what, void *arg)
+{
+	int			any = 0;
+
+	(void) fd;
+	(void) what;
+	(void) arg;
+	for (int k = 0; k < db.nconns; k++)
+		if (db.conns[k].single)
+			db.conns[k].want_probe = any = 1;
+	if (any)
+		add_ms(db.probe_ev, PROBE_INTERVAL_MS);
+	db_kick();
+}
+
 static void
 db_reload_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -1085,7 +1322,8 @@ rcv_batch_init(struct event_base *base, const rcv_config *cfg,
 	db.conns = calloc((size_t) db.nconns, sizeof(dbconn));
 	db.delay_ev = evtimer_new(base, db_delay_elapsed, NULL);
 	db.reload_ev = evtimer_new(base, db_reload_retry, NULL);
-	if (!db.conns || !db.delay_ev || !db.reload_ev)
+	db.probe_ev = evtimer_new(base, db_probe_due, NULL);
+	if (!db.conns || !db.delay_ev || !db.reload_ev || !db.probe_ev)
 		return -1;
 	for (int i = 0; i < db.nconns; i++)
 	{
@@ -1189,5 +1427,7 @@ rcv_batch_free(void)
 		event_free(db.delay_ev);
 	if (db.reload_ev)
 		event_free(db.reload_ev);
+	if (db.probe_ev)
+		event_free(db.probe_ev);
 	memset(&db, 0, sizeof(db));
 }

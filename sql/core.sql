@@ -76,7 +76,7 @@ CREATE TABLE @extschema@.routes (
 	preset			boolean NOT NULL DEFAULT false,
 	occurrence_kind	text,
 	CONSTRAINT routes_owner_check CHECK ((source_kind IS NULL) <> (source_id IS NULL)),
-	CONSTRAINT routes_unique UNIQUE NULLS NOT DISTINCT (source_kind, source_id, event_type),
+	CONSTRAINT routes_unique UNIQUE NULLS NOT DISTINCT (source_kind, source_id, event_type, preset),
 	CONSTRAINT routes_class_strategy_check CHECK (
 		(class = 'ignore' AND strategy = 'ignore')
 		OR (class = 'occurrence' AND strategy = 'occurrence')
@@ -90,7 +90,7 @@ CREATE TABLE @extschema@.routes (
 		OR (class = 'state' AND occurrence_kind <> ''))
 );
 COMMENT ON TABLE @extschema@.routes IS
-	'Classification of events by (source kind or source, event-type pattern with * wildcards): class, strategy and where ids, version and status live. The most specific match wins: source over kind, then higher priority, then the longer pattern.';
+	'Classification of events by (source kind or source, event-type pattern with * wildcards): class, strategy and where ids, version and status live. The most specific match wins: source over kind, then higher priority, then the longer pattern. A row of yours shadows the preset of the same key; updating a preset stores your row instead, so pg_dump keeps your change and no upgrade overwrites it.';
 COMMENT ON COLUMN @extschema@.routes.occurrence_kind IS
 	'State routes only: the event''s object is also recorded once as an occurrence of this kind, with amount and currency (a refund: its status is followed and the refund is counted once).';
 COMMENT ON COLUMN @extschema@.routes.version IS
@@ -576,7 +576,9 @@ COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch secon
 
 /*
  * The route of one (source, kind, event type): the most specific match,
- * source over kind, then higher priority, then the longer pattern.  No SET
+ * source over kind, then higher priority, then the longer pattern; a preset
+ * with a row of the user's of the same key (sql/presets.sql, routes_keep)
+ * is not a candidate.  No SET
  * clause, so that the planner inlines it (into _classify_batch() and
  * intake's statement that reads the routes of a batch; _classify() reads
  * it too); every function and
@@ -593,6 +595,12 @@ AS $$
 	  FROM webhook_inbox.routes x
 	 WHERE (x.source_id OPERATOR(pg_catalog.=) p_source_id OR x.source_kind OPERATOR(pg_catalog.=) p_kind)
 	   AND p_event_type OPERATOR(pg_catalog.~~) webhook_inbox._pattern_like(x.event_type)
+	   AND NOT (x.preset AND EXISTS (SELECT 1 FROM webhook_inbox.routes u
+			WHERE NOT u.preset AND u.event_type OPERATOR(pg_catalog.=) x.event_type
+			  AND (u.source_kind OPERATOR(pg_catalog.=) x.source_kind
+				   OR (u.source_kind IS NULL AND x.source_kind IS NULL))
+			  AND (u.source_id OPERATOR(pg_catalog.=) x.source_id
+				   OR (u.source_id IS NULL AND x.source_id IS NULL))))
 	 ORDER BY (x.source_id IS NOT NULL) DESC, x.priority DESC, pg_catalog.length(x.event_type) DESC, x.id
 	 LIMIT 1
 $$;

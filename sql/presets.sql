@@ -140,13 +140,69 @@ VALUES
 /*
  * pg_dump skips the data of extension tables unless told: user data is dumped
  * in full, routes and machines without the presets this script recreates.
+ * The presets a fresh install writes take ids far above the sequence's, so
+ * that a restore (this script, then the dumped rows of the user's, ids
+ * included) never finds a user's route on a preset's id, whichever release
+ * and upgrades the dumped database went through.
  */
-UPDATE @extschema@.routes SET preset = true;
+UPDATE @extschema@.routes SET preset = true, id = id + 1000000000;
 UPDATE @extschema@.machines SET preset = true;
 
 /* from here on, every change of a route bumps its version */
 CREATE TRIGGER routes_bump BEFORE UPDATE ON @extschema@.routes
 	FOR EACH ROW EXECUTE FUNCTION @extschema@._routes_bump();
+
+/*
+ * A change of a preset route becomes a route of the user's, as a change of a
+ * preset queue owner does (sql/ops.sql); a later change of the preset is
+ * applied to that row, column by column (the columns it changes): the preset stays as the extension
+ * wrote it (CREATE EXTENSION recreates it on restore, an upgrade may change
+ * it), the user's row is dumped (routes is dumped WHERE NOT preset), no
+ * upgrade touches it, and it shadows the preset of the same key
+ * (_route_of).  The UPDATE itself reports no row: the preset did not
+ * change.  An upgrade script that changes presets disables this trigger
+ * around its own statements (docs/releasing.md).
+ */
+CREATE FUNCTION @extschema@._routes_keep() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		RAISE EXCEPTION 'preset route for % % cannot be deleted',
+			coalesce(OLD.source_kind, 'source ' || OLD.source_id), OLD.event_type
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Update it instead (to stop following these events: SET class = ''ignore'', strategy = ''ignore''): your row is kept beside the preset and wins.';
+	END IF;
+	INSERT INTO webhook_inbox.routes AS r (source_kind, source_id, event_type, class, object_type, strategy,
+		object_id_path, object_type_path, version_path, status_path, time_path, amount_path,
+		currency_path, machine, tombstone, priority, version, occurrence_kind, preset)
+	VALUES (NEW.source_kind, NEW.source_id, NEW.event_type, NEW.class, NEW.object_type, NEW.strategy,
+		NEW.object_id_path, NEW.object_type_path, NEW.version_path, NEW.status_path, NEW.time_path,
+		NEW.amount_path, NEW.currency_path, NEW.machine, NEW.tombstone, NEW.priority, NEW.version,
+		NEW.occurrence_kind, false)
+	ON CONFLICT ON CONSTRAINT routes_unique DO UPDATE SET
+		class = CASE WHEN NEW.class IS DISTINCT FROM OLD.class THEN EXCLUDED.class ELSE r.class END,
+		object_type = CASE WHEN NEW.object_type IS DISTINCT FROM OLD.object_type THEN EXCLUDED.object_type ELSE r.object_type END,
+		strategy = CASE WHEN NEW.strategy IS DISTINCT FROM OLD.strategy THEN EXCLUDED.strategy ELSE r.strategy END,
+		object_id_path = CASE WHEN NEW.object_id_path::text IS DISTINCT FROM OLD.object_id_path::text THEN EXCLUDED.object_id_path ELSE r.object_id_path END,
+		object_type_path = CASE WHEN NEW.object_type_path::text IS DISTINCT FROM OLD.object_type_path::text THEN EXCLUDED.object_type_path ELSE r.object_type_path END,
+		version_path = CASE WHEN NEW.version_path::text IS DISTINCT FROM OLD.version_path::text THEN EXCLUDED.version_path ELSE r.version_path END,
+		status_path = CASE WHEN NEW.status_path::text IS DISTINCT FROM OLD.status_path::text THEN EXCLUDED.status_path ELSE r.status_path END,
+		time_path = CASE WHEN NEW.time_path::text IS DISTINCT FROM OLD.time_path::text THEN EXCLUDED.time_path ELSE r.time_path END,
+		amount_path = CASE WHEN NEW.amount_path::text IS DISTINCT FROM OLD.amount_path::text THEN EXCLUDED.amount_path ELSE r.amount_path END,
+		currency_path = CASE WHEN NEW.currency_path::text IS DISTINCT FROM OLD.currency_path::text THEN EXCLUDED.currency_path ELSE r.currency_path END,
+		machine = CASE WHEN NEW.machine IS DISTINCT FROM OLD.machine THEN EXCLUDED.machine ELSE r.machine END,
+		tombstone = CASE WHEN NEW.tombstone IS DISTINCT FROM OLD.tombstone THEN EXCLUDED.tombstone ELSE r.tombstone END,
+		priority = CASE WHEN NEW.priority IS DISTINCT FROM OLD.priority THEN EXCLUDED.priority ELSE r.priority END,
+		occurrence_kind = CASE WHEN NEW.occurrence_kind IS DISTINCT FROM OLD.occurrence_kind THEN EXCLUDED.occurrence_kind ELSE r.occurrence_kind END,
+		version = r.version + 1;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._routes_keep() IS
+	'Turns an update of a preset route into a route of the user''s (which pg_dump keeps, no upgrade overwrites, and which shadows the preset); refuses deleting a preset.';
+/* from here on, a change of a preset is stored as the user's row */
+CREATE TRIGGER routes_keep BEFORE UPDATE OR DELETE ON @extschema@.routes
+	FOR EACH ROW WHEN (OLD.preset) EXECUTE FUNCTION @extschema@._routes_keep();
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.routes', 'WHERE NOT preset');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.machines', 'WHERE NOT preset');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sources', '');

@@ -23,6 +23,15 @@
 -- The assembled script is sql/webhook_inbox--0.1.0--0.2.0.sql (make), and
 -- docs/releasing.md says how it is made.
 
+-- Intake goes on while the update runs (the library serves 0.1.0 until it
+-- commits).  The tables an intake touches are locked first, in the order an
+-- intake takes them (sources, routes, inbox, deliveries): the update waits
+-- for the intakes in flight and the next ones wait for its commit, instead
+-- of the update's first ALTER TABLE of routes and an intake that holds
+-- sources deadlocking (which aborts one of them, perhaps the update).
+LOCK TABLE @extschema@.sources, @extschema@.routes, @extschema@.inbox, @extschema@.deliveries
+	IN ACCESS EXCLUSIVE MODE;
+
 -- The worker's local work reports outcomes as (outcome, events) rows
 -- instead of one column per counter.
 DROP FUNCTION @extschema@._work_claim(bigint);
@@ -280,6 +289,82 @@ ON CONFLICT (machine, from_state, to_state) DO NOTHING;
 -- off while the preset routes are updated, and each updated preset's version
 -- is bumped here instead (the fragments then re-create it comparing jsonb)
 ALTER TABLE @extschema@.routes DISABLE TRIGGER routes_bump;
+-- Preset routes a user edited in 0.1.0 are the user's from now on.  0.1.0
+-- kept an edit in the preset row itself (preset still true): the release's
+-- presets below would overwrite it, and pg_dump (WHERE NOT preset) left it
+-- out.  Every preset row that differs from what 0.1.0 shipped (listed here
+-- as the frozen script has it) becomes a row of the user's, and the
+-- release's preset is written beside it: routes_unique now keys on preset
+-- too, and a user's route shadows the preset of the same key (_route_of).
+ALTER TABLE @extschema@.routes DROP CONSTRAINT routes_unique,
+	ADD CONSTRAINT routes_unique UNIQUE NULLS NOT DISTINCT (source_kind, source_id, event_type, preset);
+UPDATE @extschema@.routes r SET preset = false
+ WHERE r.preset AND NOT EXISTS (
+	SELECT 1 FROM (VALUES
+	('stripe', 'customer.subscription.*', 'state', 'fetch', 'subscription', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, 100),
+	('stripe', 'customer.*', 'state', 'fetch', 'customer', NULL,
+	 '$.data.object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, 90),
+	('stripe', 'invoice.*', 'state', 'fetch', 'invoice', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, NULL, false, 100),
+	('stripe', 'payment_intent.*', 'state', 'machine', 'payment', NULL,
+	 '$.data.object.id', NULL, '$.data.object.status', '$.created', NULL, NULL, 'payment', false, 100),
+	('stripe', 'refund.created', 'occurrence', 'occurrence', 'refund', NULL,
+	 '$.data.object.id', NULL, NULL, '$.created', '$.data.object.amount', '$.data.object.currency', NULL, false, 100),
+	('stripe', 'charge.refund.updated', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, 100),
+	('stripe', 'charge.dispute.created', 'occurrence', 'occurrence', 'dispute', NULL,
+	 '$.data.object.id', NULL, NULL, '$.created', '$.data.object.amount', '$.data.object.currency', NULL, false, 100),
+	('stripe', 'v1.*', 'state', 'fetch', NULL, '$.related_object.type',
+	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, 50),
+	('stripe', 'v2.*', 'state', 'fetch', NULL, '$.related_object.type',
+	 '$.related_object.id', NULL, NULL, '$.created', NULL, NULL, NULL, false, 50),
+	('shopify', 'orders/*', 'state', 'version', 'order', NULL,
+	 '$.id', '$.updated_at', '$.financial_status', '$.updated_at', NULL, NULL, NULL, false, 100),
+	('shopify', 'orders/delete', 'state', 'version', 'order', NULL,
+	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, 110),
+	('shopify', 'products/*', 'state', 'version', 'product', NULL,
+	 '$.id', '$.updated_at', '$.status', '$.updated_at', NULL, NULL, NULL, false, 100),
+	('shopify', 'products/delete', 'state', 'version', 'product', NULL,
+	 '$.id', '$.updated_at', NULL, NULL, NULL, NULL, NULL, true, 110),
+	('shopify', 'customers/*', 'state', 'version', 'customer', NULL,
+	 '$.id', '$.updated_at', '$.state', '$.updated_at', NULL, NULL, NULL, false, 100),
+	('shopify', 'refunds/create', 'occurrence', 'occurrence', 'refund', NULL,
+	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, 110),
+	('shopify', 'app/uninstalled', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, 100),
+	('github', 'issues*', 'state', 'version', 'issue', NULL,
+	 '$.issue.id', '$.issue.updated_at', '$.issue.state', '$.issue.updated_at', NULL, NULL, NULL, false, 100),
+	('github', 'pull_request*', 'state', 'version', 'pull_request', NULL,
+	 '$.pull_request.id', '$.pull_request.updated_at', '$.pull_request.state', '$.pull_request.updated_at',
+	 NULL, NULL, NULL, false, 100),
+	('github', 'push', 'occurrence', 'occurrence', 'push', NULL,
+	 '$.after', NULL, NULL, '$.head_commit.timestamp', NULL, NULL, NULL, false, 100),
+	('github', 'ping', 'ignore', 'ignore', NULL, NULL,
+	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, 100),
+	('standard', '*', 'state', 'unordered', 'object', '$.data.object',
+	 '$.data.id', NULL, '$.data.status', '$.timestamp', NULL, NULL, NULL, false, 10),
+	('razorpay', 'payment.*', 'state', 'machine', 'payment', NULL,
+	 '$.payload.payment.entity.id', NULL, '$.payload.payment.entity.status', '$.created_at',
+	 NULL, NULL, 'razorpay_payment', false, 100),
+	('razorpay', 'refund.*', 'occurrence', 'occurrence', 'refund', NULL,
+	 '$.payload.refund.entity.id', NULL, NULL, '$.created_at',
+	 '$.payload.refund.entity.amount', '$.payload.refund.entity.currency', NULL, false, 100)
+	) AS p(source_kind, event_type, class, strategy, object_type, object_type_path,
+		object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone, priority)
+	 WHERE p.source_kind = r.source_kind AND r.source_id IS NULL AND p.event_type = r.event_type
+	   AND p.class = r.class AND p.strategy = r.strategy
+	   AND p.object_type IS NOT DISTINCT FROM r.object_type
+	   AND p.object_type_path::jsonpath::text IS NOT DISTINCT FROM r.object_type_path::text
+	   AND p.object_id_path::jsonpath::text IS NOT DISTINCT FROM r.object_id_path::text
+	   AND p.version_path::jsonpath::text IS NOT DISTINCT FROM r.version_path::text
+	   AND p.status_path::jsonpath::text IS NOT DISTINCT FROM r.status_path::text
+	   AND p.time_path::jsonpath::text IS NOT DISTINCT FROM r.time_path::text
+	   AND p.amount_path::jsonpath::text IS NOT DISTINCT FROM r.amount_path::text
+	   AND p.currency_path::jsonpath::text IS NOT DISTINCT FROM r.currency_path::text
+	   AND p.machine IS NOT DISTINCT FROM r.machine
+	   AND p.tombstone = r.tombstone AND p.priority = r.priority);
+
 INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
 	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
 	occurrence_kind, priority, preset)
@@ -393,6 +478,114 @@ ALTER TABLE @extschema@.routes ENABLE TRIGGER routes_bump;
 DELETE FROM @extschema@.routes
  WHERE preset AND source_id IS NULL AND source_kind = 'stripe'
    AND event_type IN ('refund.created', 'charge.dispute.created') AND class = 'occurrence';
+
+-- From here on a change of a preset route is stored as the user's row (the
+-- function is created here because the trigger needs it; the fragments
+-- re-create it after).
+CREATE FUNCTION @extschema@._routes_keep() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF TG_OP = 'DELETE' THEN
+		RAISE EXCEPTION 'preset route for % % cannot be deleted',
+			coalesce(OLD.source_kind, 'source ' || OLD.source_id), OLD.event_type
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  HINT = 'Update it instead (to stop following these events: SET class = ''ignore'', strategy = ''ignore''): your row is kept beside the preset and wins.';
+	END IF;
+	INSERT INTO webhook_inbox.routes AS r (source_kind, source_id, event_type, class, object_type, strategy,
+		object_id_path, object_type_path, version_path, status_path, time_path, amount_path,
+		currency_path, machine, tombstone, priority, version, occurrence_kind, preset)
+	VALUES (NEW.source_kind, NEW.source_id, NEW.event_type, NEW.class, NEW.object_type, NEW.strategy,
+		NEW.object_id_path, NEW.object_type_path, NEW.version_path, NEW.status_path, NEW.time_path,
+		NEW.amount_path, NEW.currency_path, NEW.machine, NEW.tombstone, NEW.priority, NEW.version,
+		NEW.occurrence_kind, false)
+	ON CONFLICT ON CONSTRAINT routes_unique DO UPDATE SET
+		class = CASE WHEN NEW.class IS DISTINCT FROM OLD.class THEN EXCLUDED.class ELSE r.class END,
+		object_type = CASE WHEN NEW.object_type IS DISTINCT FROM OLD.object_type THEN EXCLUDED.object_type ELSE r.object_type END,
+		strategy = CASE WHEN NEW.strategy IS DISTINCT FROM OLD.strategy THEN EXCLUDED.strategy ELSE r.strategy END,
+		object_id_path = CASE WHEN NEW.object_id_path::text IS DISTINCT FROM OLD.object_id_path::text THEN EXCLUDED.object_id_path ELSE r.object_id_path END,
+		object_type_path = CASE WHEN NEW.object_type_path::text IS DISTINCT FROM OLD.object_type_path::text THEN EXCLUDED.object_type_path ELSE r.object_type_path END,
+		version_path = CASE WHEN NEW.version_path::text IS DISTINCT FROM OLD.version_path::text THEN EXCLUDED.version_path ELSE r.version_path END,
+		status_path = CASE WHEN NEW.status_path::text IS DISTINCT FROM OLD.status_path::text THEN EXCLUDED.status_path ELSE r.status_path END,
+		time_path = CASE WHEN NEW.time_path::text IS DISTINCT FROM OLD.time_path::text THEN EXCLUDED.time_path ELSE r.time_path END,
+		amount_path = CASE WHEN NEW.amount_path::text IS DISTINCT FROM OLD.amount_path::text THEN EXCLUDED.amount_path ELSE r.amount_path END,
+		currency_path = CASE WHEN NEW.currency_path::text IS DISTINCT FROM OLD.currency_path::text THEN EXCLUDED.currency_path ELSE r.currency_path END,
+		machine = CASE WHEN NEW.machine IS DISTINCT FROM OLD.machine THEN EXCLUDED.machine ELSE r.machine END,
+		tombstone = CASE WHEN NEW.tombstone IS DISTINCT FROM OLD.tombstone THEN EXCLUDED.tombstone ELSE r.tombstone END,
+		priority = CASE WHEN NEW.priority IS DISTINCT FROM OLD.priority THEN EXCLUDED.priority ELSE r.priority END,
+		occurrence_kind = CASE WHEN NEW.occurrence_kind IS DISTINCT FROM OLD.occurrence_kind THEN EXCLUDED.occurrence_kind ELSE r.occurrence_kind END,
+		version = r.version + 1;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._routes_keep() IS
+	'Turns an update of a preset route into a route of the user''s (which pg_dump keeps, no upgrade overwrites, and which shadows the preset); refuses deleting a preset.';
+CREATE TRIGGER routes_keep BEFORE UPDATE OR DELETE ON @extschema@.routes
+	FOR EACH ROW WHEN (OLD.preset) EXECUTE FUNCTION @extschema@._routes_keep();
+
+-- PaymentIntents: 0.1.0's preset route mirrored them as object_type payment
+-- (a machine); 0.2.0's fetches them as payment_intent.  Each one 0.1.0 so
+-- mirrored is carried over, with its history, its lease, its effects and
+-- its events still to process (which now fetch, as 0.2.0's route does), so
+-- that later events update it and stripe_payment_intents lists it once.
+-- Only where the mapping was the preset's: a source with a route of the
+-- user's that maps objects to payment (its own, or one for every Stripe
+-- source) keeps them as they are.  Razorpay's payments are not PaymentIntents.
+-- (those sources are the subquery written out in each statement below)
+-- an object mirrored under both names (a sweep of 0.2.0's may have run): the
+-- payment_intent row is the present one
+DELETE FROM @extschema@.objects o WHERE o.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND o.object_type = 'payment' AND o.object_id LIKE 'pi\_%'
+   AND EXISTS (SELECT 1 FROM @extschema@.objects n WHERE n.source_id = o.source_id
+				AND n.object_type = 'payment_intent' AND n.object_id = o.object_id);
+UPDATE @extschema@.objects o SET object_type = 'payment_intent'
+ WHERE o.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND o.object_type = 'payment' AND o.object_id LIKE 'pi\_%';
+DELETE FROM @extschema@.object_leases l WHERE l.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND l.object_type = 'payment' AND l.object_id LIKE 'pi\_%'
+   AND EXISTS (SELECT 1 FROM @extschema@.object_leases n WHERE n.source_id = l.source_id
+				AND n.object_type = 'payment_intent' AND n.object_id = l.object_id);
+UPDATE @extschema@.object_leases l SET object_type = 'payment_intent'
+ WHERE l.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND l.object_type = 'payment' AND l.object_id LIKE 'pi\_%';
+UPDATE @extschema@.transitions t SET object_type = 'payment_intent'
+ WHERE t.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND t.object_type = 'payment' AND t.object_id LIKE 'pi\_%';
+UPDATE @extschema@.effects e SET object_type = 'payment_intent'
+ WHERE e.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND e.object_type = 'payment' AND e.object_id LIKE 'pi\_%';
+UPDATE @extschema@.repairs r SET object_type = 'payment_intent'
+ WHERE r.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND r.object_type = 'payment' AND r.object_id LIKE 'pi\_%';
+-- every event of them: done ones for their history, the ones still to
+-- process with 0.2.0's route (fetch the present)
+UPDATE @extschema@.inbox i SET object_type = 'payment_intent',
+	   strategy = CASE WHEN i.status IN ('pending', 'retry', 'processing') THEN 'fetch' ELSE i.strategy END,
+	   route_id = CASE WHEN i.status IN ('pending', 'retry', 'processing') THEN r.id ELSE i.route_id END,
+	   route_version = CASE WHEN i.status IN ('pending', 'retry', 'processing') THEN r.version ELSE i.route_version END
+  FROM @extschema@.routes r
+ WHERE i.source_id IN (SELECT s.id FROM @extschema@.sources s WHERE s.kind = 'stripe' AND NOT EXISTS (
+	SELECT 1 FROM @extschema@.routes u WHERE NOT u.preset AND u.object_type = 'payment'
+	   AND (u.source_id = s.id OR u.source_kind = 'stripe')))
+   AND i.object_type = 'payment' AND i.object_id LIKE 'pi\_%'
+   AND r.preset AND r.source_kind = 'stripe' AND r.event_type = 'payment_intent.*';
+
+-- Receivers that fell back to 0.1.0's intake() (no intake_batch()) look
+-- again when the sources channel speaks: this one is sent at the update's commit.
+SELECT pg_catalog.pg_notify('webhook_inbox_sources', 'updated');
 
 -- sources.kind: the kinds of this release, from the same list as a fresh
 -- install's constraint (include/webhook_inbox_kinds.h, substituted at build
