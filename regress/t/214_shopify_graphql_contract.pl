@@ -1,0 +1,41 @@
+# The Shopify GraphQL contract (regress/contract/shopify_graphql.mjs), with
+# Shopify's Admin API schema from @shopify/dev-mcp and the graphql package
+# installed from the committed package.json/package-lock.json: every
+# document the adapter can send (extension/adapters/shopify_graphql.h)
+# validates against the schema, a document naming a field the schema lacks
+# does not, the fields the mirror reads have the types it expects, and
+# every field and argument webhook-sim answers is one the schema has.
+# Then the checker itself is shown to fail on a header with a bad field.
+use strict;
+use warnings;
+use lib 'tools/test';
+use SimTest;
+use Test::More;
+
+my $dir = contract_dir();
+my $header = 'extension/adapters/shopify_graphql.h';
+my $sim = start_sim('--shopify', 'shop:shpss_gql', '--seed', 5, '--objects', 30, '--events', 200);
+
+my ($rc, $checks, $err) = run_node("$dir/shopify_graphql.mjs", $header, $sim->{url});
+is($rc, 0, 'the contract run completed') or diag($err);
+cmp_ok(scalar @$checks, '>=', 60, 'checks reported: ' . scalar @$checks);
+for my $c (@$checks)
+{
+	ok($c->{ok}, "shopify graphql: $c->{name}") or diag($c->{detail} // '');
+}
+ok((grep { $_->{name} =~ /^negative:/ && $_->{ok} } @$checks) == 2,
+	'both negative cases ran: the schema and webhook-sim refuse an unknown field');
+
+# the same checker on a header whose order query names a field Shopify lacks
+my $bad = slurp($header);
+$bad =~ s/displayFinancialStatus/displayFinancialStatus webhookInboxNoSuchField/ or die 'no field to break';
+spew("$dir/bad_graphql.h", $bad);
+my ($rc2, $checks2) = run_node("$dir/shopify_graphql.mjs", "$dir/bad_graphql.h");
+is($rc2, 0, 'the contract run on the broken header completed');
+my @failed = map { $_->{name} } grep { !$_->{ok} } @$checks2;
+is_deeply([ sort @failed ], [ 'SHOPIFY_GQL_ORDERS_QUERY validates against the Admin schema',
+	'SHOPIFY_GQL_ORDER_QUERY validates against the Admin schema' ],
+	'a query naming a field the schema lacks fails the contract: ' . join(', ', @failed));
+stop_proc($sim);
+
+done_testing();
