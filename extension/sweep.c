@@ -369,6 +369,35 @@ http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 	return true;
 }
 
+/*
+ * Waits secs (at most SWEEP_MAX_PAUSE_S) before the pass's next page: a
+ * source whose answer says its budget is spent (pace_s, Shopify's cost
+ * bucket) refills in seconds, and the pass would otherwise fail on the
+ * next page's THROTTLED.  Sleeps in short steps; false when the worker is
+ * asked to stop (in a backend, an interrupt is serviced).
+ */
+#define SWEEP_MAX_PAUSE_S 10.0
+
+static bool
+sweep_pause(const WiSteps *steps, double secs)
+{
+	TimestampTz until = GetCurrentTimestamp() +
+		(TimestampTz) (Min(secs, SWEEP_MAX_PAUSE_S) * USECS_PER_SEC);
+
+	for (;;)
+	{
+		long		ms = (long) ((until - GetCurrentTimestamp()) / 1000);
+
+		if (ms <= 0)
+			return true;
+		if (steps->stop_flag == NULL)
+			CHECK_FOR_INTERRUPTS();
+		else if (wi_steps_stopping(steps))
+			return false;
+		pg_usleep(Min(ms, 100) * 1000L);
+	}
+}
+
 /* Counts a difference that could not be repaired, releasing its lease. */
 static void
 count_unrepaired(Sweep *s, int skipped, int errors)
@@ -613,6 +642,9 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 					s.error = pstrdup("the list has more pages but the adapter cannot page by id");
 			}
 		}
+		/* the next page only once the source's budget allows it */
+		if (next != NULL && req.pace_s > 0 && !sweep_pause(steps, req.pace_s))
+			s.error = pstrdup("interrupted");
 		MemoryContextSwitchTo(pass_cxt);
 		pfree(url);
 		if (body)
