@@ -4,8 +4,11 @@
  *		adapters see it, the adapters (adapters/), and concurrent requests
  *		through libcurl multi (fetch.c).
  *
- * The C code never reads JSON: responses go to SQL functions in
- * sql/worker.sql together with the jsonpaths an adapter names.
+ * The C code reads no JSON library: responses go to SQL functions in
+ * sql/worker.sql together with the jsonpaths an adapter names.  An
+ * adapter's read_answer may look inside an answer with PostgreSQL's own
+ * jsonb (json_fast.c's reader, which never raises), for what must be
+ * decided before any transaction: a GraphQL error code, a cost budget.
  */
 #ifndef WI_PROVIDER_H
 #define WI_PROVIDER_H

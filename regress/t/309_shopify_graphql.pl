@@ -204,6 +204,16 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM webhook_inbox.i
 	'INTERNAL_SERVER_ERROR is retried, then quarantined after max_attempts');
 like(event_row('gis'), qr/graphql INTERNAL_SERVER_ERROR: Internal error/, 'its reason names the GraphQL error');
 
+# --- an unknown settings.api: no read API (and a WARNING, which this node's log_min_messages = log omits)
+$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('gsoap', 'shopify', 'x', api_base => 'http://127.0.0.1:1', "
+	  . "settings => '{\"api\": \"soap\"}')");
+fetch_route('gsoap');
+$node->safe_psql('postgres', "SELECT webhook_inbox.intake('gsoap', ARRAY['X-Shopify-Topic', 'orders/updated', "
+	  . "'X-Shopify-Webhook-Id', 'w-gsoap'], convert_to('{\"id\":78,\"updated_at\":\"2026-01-01T00:00:00Z\"}', 'UTF8'))");
+ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM webhook_inbox.inbox WHERE event_id = 'w-gsoap' "
+		  . "AND status = 'quarantined' AND reason LIKE 'no_read_api:%'"),
+	'an unknown settings.api leaves the source without a read API');
+
 stop_receiver($rcv);
 $node->stop;
 done_testing();
