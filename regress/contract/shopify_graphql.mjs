@@ -69,6 +69,12 @@ const defs = readDefines(readFileSync(headerPath, 'utf8'));
 const docs = [...defs].filter(([k]) => k.endsWith('_QUERY'));
 report('the header holds the adapter\'s documents', docs.length >= 6, docs.map(([k]) => k).join(', '));
 
+// the version the adapter asks for and webhook-sim announces: the newest stable one the SDK knows
+const { ApiVersion } = await import('@shopify/shopify-api');
+const stable = Object.values(ApiVersion).filter((v) => /^\d{4}-\d{2}$/.test(v)).sort();
+report(`SHOPIFY_GQL_API_VERSION ${defs.get('SHOPIFY_GQL_API_VERSION')} is @shopify/shopify-api's newest stable ApiVersion`,
+	defs.get('SHOPIFY_GQL_API_VERSION') === stable[stable.length - 1], stable.join(', '));
+
 for (const [name, text] of docs) {
 	let errors;
 	try {
