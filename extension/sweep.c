@@ -150,7 +150,7 @@ page_step(void *arg)
 	Oid			t[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
 	Datum		v[6];
 	char		nl[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-
+	/* the page in the shape the type map's paths read (a GraphQL page in REST's) */
 	const char *body = wi_answer_shape(s->adapter, s->src, s->object_type, s->body);
 
 	if (body == NULL)
@@ -331,9 +331,11 @@ finish_step(void *arg)
 /* ---------- one run ---------- */
 
 /*
- * One GET, synchronously; false if interrupted (SIGTERM).  Inside the
- * source's Retry-After window (ratelimit.c) nothing is sent and req->error
- * says so; a 429 or 503 answer opens that window, as a fetch's does.
+ * One request, synchronously: a GET, or a POST of body when it is not NULL
+ * (a GraphQL query); false if interrupted (SIGTERM).  Inside the source's
+ * Retry-After window (ratelimit.c) nothing is sent and req->error says so;
+ * a 429 or 503 answer opens that window, as a fetch's does.  The adapter's
+ * read_answer, if any, reads the answer first, as for a fetch.
  */
 static bool
 http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)

@@ -158,7 +158,8 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.data_requests_id_seq', '
  * occurrence payload) of (object_type, object_id) is about the customer:
  * the customer itself, one of the orders named, an order of the customer,
  * a refund of one of those orders, or any document that carries the
- * customer's e-mail.
+ * customer's e-mail (as a whole address, case-insensitively: not
+ * "joann@example.com" for "ann@example.com").
  */
 CREATE FUNCTION @extschema@._shopify_about_customer(p_doc jsonb, p_object_type text, p_object_id text,
 	p_customer_id text, p_email text, p_orders text[])
@@ -169,7 +170,8 @@ LANGUAGE sql IMMUTABLE AS $$
 		OR (p_object_type = 'order' AND p_object_id = ANY (p_orders))
 		OR p_doc #>> '{customer,id}' = p_customer_id
 		OR (p_object_type = 'refund' AND p_doc ->> 'order_id' = ANY (p_orders))
-		OR (p_email <> '' AND strpos(lower(p_doc::text), lower(p_email)) > 0))
+		OR (p_email <> '' AND p_doc::text ~* ('(?<![[:alnum:]._%+-])'
+			|| regexp_replace(p_email, '([^[:alnum:]])', '\\\1', 'g') || '(?![[:alnum:]_-])(?!\.[[:alnum:]])')))
 $$;
 COMMENT ON FUNCTION @extschema@._shopify_about_customer(jsonb, text, text, text, text, text[]) IS
 	'Whether a stored Shopify document is about the customer of a compliance webhook: the customer, an order named or of the customer, a refund of such an order, or any document carrying the customer''s e-mail.';
