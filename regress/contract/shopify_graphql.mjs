@@ -159,6 +159,37 @@ if (simUrl) {
 		report('webhook-sim answers SHOPIFY_GQL_ORDER_QUERY', st2 === 200 && !one.errors && one.data?.order?.id === nodes[0].id,
 			JSON.stringify(one).slice(0, 400));
 	}
+	// documents Shopify's schema refuses: webhook-sim refuses each, with the code Shopify uses
+	const refused = [
+		['an unknown argument', 'query { orders(first: 1, foo: 2) { nodes { id } } }', 'argumentNotAccepted'],
+		['an object without a selection', 'query { order(id: "gid://shopify/Order/1") { totalPriceSet } }', 'selectionMismatch'],
+		['a selection on a scalar', 'query { order(id: "gid://shopify/Order/1") { name { x } } }', 'selectionMismatch'],
+		['a missing required argument', 'query { order { id } }', 'missingRequiredArguments'],
+		['an undeclared variable', 'query Q { order(id: $id) { id } }', 'variableNotDefined'],
+		['a mistyped variable', 'query Q($id: String!) { order(id: $id) { id } }', 'variableMismatch'],
+		['an unused variable', 'query Q($x: String) { orders(first: 1) { nodes { id } } }', 'variableNotUsed'],
+	];
+	for (const [what, doc, code] of refused) {
+		const schemaErrors = validate(schema, parse(doc));
+		const [st, ans] = await ask(doc, { id: 'gid://shopify/Order/1' });
+		report(`negative: ${what} is refused by the schema and by webhook-sim (${code})`,
+			schemaErrors.length > 0 && st === 200 && ans?.errors?.[0]?.extensions?.code === code && !('data' in ans),
+			`schema: ${schemaErrors.map((e) => e.message).join('; ')}; webhook-sim: ${JSON.stringify(ans)}`);
+	}
+	const [st4, syntax] = await ask('query { orders(first: 1) { nodes { id }', {});
+	report('negative: a syntax error is answered with its location', st4 === 200 &&
+		/^Parse error on/.test(syntax?.errors?.[0]?.message ?? '') && Array.isArray(syntax?.errors?.[0]?.locations),
+		JSON.stringify(syntax));
+	const form = await fetch(`${simUrl}/admin/api/2026-10/graphql.json`, {
+		method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'query=x' });
+	report('negative: a body that is not JSON is refused (415)', form.status === 415, String(form.status));
+	const [st5, noq] = await ask(undefined, {});
+	report('negative: a body without query is refused (400)', st5 === 400, JSON.stringify(noq));
+	const [st6, cost] = await ask(defs.get('SHOPIFY_GQL_ORDERS_QUERY'), { first: 250, after: null, query: null });
+	const ts = cost?.extensions?.cost?.throttleStatus;
+	report('every answer carries the cost extension with its throttle status', st6 === 200 &&
+		cost.extensions.cost.requestedQueryCost > 250 && ts?.maximumAvailable > 0 && ts?.restoreRate > 0 &&
+		typeof ts?.currentlyAvailable === 'number', JSON.stringify(cost?.extensions));
 	const [st3, wrong] = await ask(bad, { id: nodes[0]?.id ?? 'gid://shopify/Order/1' });
 	const e = wrong?.errors?.[0];
 	report('negative: webhook-sim answers the unknown field with Shopify\'s undefinedField error',
