@@ -42,4 +42,12 @@ is_deeply([ sort @failed ], [ 'SHOPIFY_GQL_ORDERS_QUERY validates against the Ad
 	'a query naming a field the schema lacks fails the contract: ' . join(', ', @failed));
 stop_proc($sim);
 
+# the cost bucket's flag refuses what is not MAX:RATE with both positive
+for my $bad ('abc', '0:5', '100:0', '100:5x')
+{
+	my ($brc, $bout, $berr) = run_sim('serve', '--listen', '127.0.0.1:0', '--shopify', 's:x', '--shopify-bucket', $bad);
+	is($brc, 2, "--shopify-bucket $bad: exit code 2");
+	like($berr, qr/invalid value "\Q$bad\E" for --shopify-bucket/, "--shopify-bucket $bad: the error names the flag");
+}
+
 done_testing();
