@@ -108,7 +108,8 @@ typedef struct WiAdapter
 	 * GraphQL 200 with errors, or with its object null) and says what it
 	 * is, by setting status (429 throttled, 5xx retry, 401/403 refused, 404
 	 * gone, 400 unusable), error (why), retry_after_s, next_cursor and
-	 * pace_s.  Runs outside any transaction; never raises.
+	 * pace_s.  Needs no transaction (the worker calls it outside one);
+	 * never raises.
 	 */
 	void		(*read_answer) (const WiSource *src, const WiTypeMap *t, WiHttpRequest *req);
 
