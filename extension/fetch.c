@@ -1,6 +1,7 @@
 /*
  * fetch.c
- *		Provider requests with libcurl's multi interface: many GETs in flight
+ *		Provider requests with libcurl's multi interface: many GETs (or
+ *		POSTs of a query, for GraphQL read APIs) in flight
  *		at once, bounded by a concurrency limit and a per-request gate
  *		(rate limits), while the worker still notices SIGTERM.
  *
@@ -250,6 +251,8 @@ start_request(WiHttpRequest *req)
 	if (h == NULL)
 		elog(ERROR, "webhook_inbox: curl_easy_init failed");
 	headers = curl_slist_append(headers, "Accept: application/json");
+	if (req->post_body)
+		headers = curl_slist_append(headers, "Content-Type: application/json");
 	if (req->auth)
 		headers = curl_slist_append(headers, req->auth);
 	req->headers = headers;
@@ -264,6 +267,12 @@ start_request(WiHttpRequest *req)
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, req);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, req);
+	if (req->post_body)
+	{
+		/* a read API that takes its question as a body (GraphQL) */
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long) strlen(req->post_body));
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->post_body);
+	}
 	wi_curl_defaults(h);
 	curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
 	if (curl_multi_add_handle(multi, h) != CURLM_OK)

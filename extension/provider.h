@@ -4,8 +4,11 @@
  *		adapters see it, the adapters (adapters/), and concurrent requests
  *		through libcurl multi (fetch.c).
  *
- * The C code never reads JSON: responses go to SQL functions in
- * sql/worker.sql together with the jsonpaths an adapter names.
+ * The C code reads no JSON library: responses go to SQL functions in
+ * sql/worker.sql together with the jsonpaths an adapter names.  An
+ * adapter's read_answer may look inside an answer with PostgreSQL's own
+ * jsonb (json_fast.c's reader, which never raises), for what must be
+ * decided before any transaction: a GraphQL error code, a cost budget.
  */
 #ifndef WI_PROVIDER_H
 #define WI_PROVIDER_H
@@ -18,6 +21,8 @@
 #include "step.h"
 
 /* ---------- sources and adapters (adapters/) ---------- */
+
+typedef struct WiHttpRequest WiHttpRequest;
 
 /* A source as the adapters see it; read by _worker_source() in SQL. */
 typedef struct WiSource
@@ -39,6 +44,7 @@ typedef struct WiSource
 	char	   *types;			/* comma-separated types with a read API */
 	char	   *repo;			/* github: owner/name */
 	char	   *api_version;	/* shopify: Admin API version, NULL: the default */
+	char	   *api;			/* shopify: "rest" or "graphql"; NULL: the default */
 } WiSource;
 
 /*
@@ -87,6 +93,33 @@ typedef struct WiAdapter
 	char	   *(*events_url) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
 							   const char *cursor);
 	int64		events_window_s;	/* how long the provider keeps events */
+
+	/*
+	 * Optional, for read APIs that take a request body (GraphQL): the body
+	 * to POST to object_url's or list_url's URL; NULL (or no function): a
+	 * GET.  list_body's cursor is the previous answer's next_cursor.
+	 */
+	char	   *(*object_body) (const WiSource *src, const WiTypeMap *t, const char *object_id);
+	char	   *(*list_body) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
+							  const char *cursor);
+
+	/*
+	 * Optional: reads an answer the HTTP status alone does not explain (a
+	 * GraphQL 200 with errors, or with its object null) and says what it
+	 * is, by setting status (429 throttled, 5xx retry, 401/403 refused, 404
+	 * gone, 400 unusable), error (why), retry_after_s, next_cursor and
+	 * pace_s.  Needs no transaction (the worker calls it outside one);
+	 * never raises.
+	 */
+	void		(*read_answer) (const WiSource *src, const WiTypeMap *t, WiHttpRequest *req);
+
+	/*
+	 * Optional: the SQL function (object_type text, body text) returning
+	 * text that turns a 2xx answer into the shape the mirror keeps (the
+	 * type map's paths read that shape), or NULL when the answer already
+	 * has it.  Called inside the save's transaction.
+	 */
+	const char *(*answer_shape) (const WiSource *src);
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;
@@ -99,13 +132,16 @@ extern WiSource *wi_source_load(int32 source_id);
 extern char *wi_url_escape(const char *s);
 extern char *wi_template(const char *tmpl, const char *const *keys, const char *const *values);
 extern char *wi_iso_time(int64 epoch);
+extern const char *wi_answer_shape(const WiAdapter *a, const WiSource *src, const char *object_type,
+								   const char *body);
 
 /* ---------- provider requests (fetch.c) ---------- */
 
-typedef struct WiHttpRequest
+struct WiHttpRequest
 {
 	/* set by the caller */
 	char	   *url;
+	char	   *post_body;		/* a JSON body to POST, or NULL: a GET */
 	char	   *auth;			/* "Name: value" or NULL */
 	int32		source_id;		/* for rate limits */
 	const char *origin;			/* the source's api_base: the only scheme,
@@ -122,11 +158,14 @@ typedef struct WiHttpRequest
 	char	   *link_next;		/* Link: <...>; rel="next", or NULL */
 	int64		retry_after_s;	/* Retry-After in seconds, or -1 */
 	double		elapsed_ms;
+	/* set by an adapter's read_answer */
+	char	   *next_cursor;	/* the list's next page, or NULL */
+	double		pace_s;			/* > 0: wait that long before the source's next request */
 
 	void	   *handle;			/* private: the curl easy handle */
 	struct curl_slist *headers; /* private */
 	void	   *parsed;			/* private: the checked URL (CURLU) */
-} WiHttpRequest;
+};
 
 typedef enum WiHttpGate
 {

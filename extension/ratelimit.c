@@ -6,6 +6,9 @@
  * second) in which nothing is sent to it, and its concurrency cap halves;
  * each success grows the cap back by one, up to fetch_concurrency.  That
  * slows down the source that asked for it without starving the others.
+ * A source that says how much it has left (Shopify's GraphQL cost
+ * budget: an adapter's read_answer turns it into pace_s) is paused until
+ * its budget has refilled, the cap unchanged: pacing is not a refusal.
  * The state lives in this process only: a restarted worker starts at full
  * speed, which costs at most one more 429.
  */
@@ -51,4 +54,10 @@ wi_rate_slow_down(WiRate *r, TimestampTz until)
 {
 	r->not_before = Max(r->not_before, until);
 	r->cap = Max(r->cap / 2, 1);
+}
+
+void
+wi_rate_pause(WiRate *r, TimestampTz until)
+{
+	r->not_before = Max(r->not_before, until);
 }

@@ -30,4 +30,7 @@ extern void wi_rate_succeeded(WiRate *r);
 /* The source asked to slow down until `until`: a window, and half the cap. */
 extern void wi_rate_slow_down(WiRate *r, TimestampTz until);
 
+/* The source's budget is spent: nothing is sent to it before `until`. */
+extern void wi_rate_pause(WiRate *r, TimestampTz until);
+
 #endif							/* WI_RATELIMIT_H */

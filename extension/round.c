@@ -422,8 +422,12 @@ load_xact(void *arg)
 			char	   *url = c->adapter->object_url(c->src, &c->type, c->object_id);
 
 			if (url)
+			{
 				wi_http_init_request(&c->req, url, c->adapter->auth_header(c->src), c->source_id,
 									 c->src->api_base, c);
+				if (c->adapter->object_body)
+					c->req.post_body = c->adapter->object_body(c->src, &c->type, c->object_id);
+			}
 			else
 				c->adapter = NULL;
 		}
@@ -483,6 +487,9 @@ save_xact(void *arg)
 		c->saved = false;
 		https[i] = Int32GetDatum((int32) c->req.status);
 		bodies[i] = c->req.body.data;
+		/* an answer in the provider's own shape is saved in the mirror's */
+		if (c->req.status >= 200 && c->req.status < 300)
+			bodies[i] = wi_answer_shape(c->adapter, c->src, c->object_type, c->req.body.data);
 		unwrap[i] = c->type.unwrap_path ? c->type.unwrap_path : "$";
 		status[i] = c->type.status_path;
 		version[i] = c->type.version_path;
@@ -623,6 +630,14 @@ fetch_done(WiHttpRequest *req, void *arg)
 	wi_rate_finished(r);
 	c->handled = true;
 	wi_stat_latency(req->elapsed_ms);
+	/* what a 200 of a GraphQL API really says, and how much budget is left */
+	if (c->adapter->read_answer && !req->refused && status != 0)
+	{
+		c->adapter->read_answer(c->src, &c->type, req);
+		status = req->status;
+		if (req->pace_s > 0)
+			wi_rate_pause(r, GetCurrentTimestamp() + (TimestampTz) (req->pace_s * USECS_PER_SEC));
+	}
 
 	if ((status >= 200 && status < 300) || status == 404 || status == 410)
 	{
@@ -656,7 +671,8 @@ fetch_done(WiHttpRequest *req, void *arg)
 		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
 		wi_rate_slow_down(r, GetCurrentTimestamp() + (TimestampTz) (wait * USECS_PER_SEC));
 		give_back(rd->steps, c->token, GIVE_DEFER,
-				  psprintf("rate_limited: http %ld from the read API%s", status,
+				  psprintf("rate_limited: %s%s",
+						   req->error ? req->error : psprintf("http %ld from the read API", status),
 						   req->retry_after_s >= 0 ? psprintf(" (Retry-After %.0f s)", wait) : ""),
 				  wait, 0);
 	}
@@ -667,10 +683,12 @@ fetch_done(WiHttpRequest *req, void *arg)
 	else if (status == 0 || status >= 500)
 		give_back(rd->steps, c->token, GIVE_RETRY,
 				  status == 0 ? psprintf("transport: %s", req->error ? req->error : "failed")
+				  : req->error ? pstrdup(req->error)
 				  : psprintf("http %ld from the read API", status), -1, 0);
 	else
 		give_back(rd->steps, c->token, GIVE_QUARANTINE,
-				  psprintf("http %ld: unexpected answer from the read API", status), 0, 0);
+				  req->error ? psprintf("unusable answer: %s", req->error)
+				  : psprintf("http %ld: unexpected answer from the read API", status), 0, 0);
 	/* free the body now: a round may hold many */
 	if (req->body.data)
 	{

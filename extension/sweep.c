@@ -76,6 +76,7 @@ typedef struct Sweep
 	Diff	   *diff;
 	int64		token;
 	char	   *object;			/* JSON text to save, or NULL */
+	bool		refetched;		/* object is an answer read by id */
 	const char *unwrap;
 	bool		deleted;
 	char	   *result;
@@ -150,9 +151,15 @@ page_step(void *arg)
 	Oid			t[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
 	Datum		v[6];
 	char		nl[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	/* the page in the shape the type map's paths read (a GraphQL page in REST's) */
+	const char *body = wi_answer_shape(s->adapter, s->src, s->object_type, s->body);
 
+	if (body == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("the list response has no listing in it")));
 	v[0] = Int64GetDatum(s->run_id);
-	v[1] = CStringGetTextDatum(s->body);
+	v[1] = CStringGetTextDatum(body);
 	v[2] = CStringGetTextDatum(s->type.items_path);
 	v[3] = text_or_null(s->type.status_path, &nl[3]);
 	v[4] = text_or_null(s->type.version_path, &nl[4]);
@@ -275,6 +282,9 @@ repair_step(void *arg)
 	Datum		v[9];
 	char		nl[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
+	/* a present read by id comes in the provider's shape; a listed item is shaped already */
+	if (s->refetched && s->object != NULL)
+		s->object = (char *) wi_answer_shape(s->adapter, s->src, s->object_type, s->object);
 	v[0] = Int64GetDatum(s->run_id);
 	v[1] = Int64GetDatum(s->token);
 	nl[1] = s->token ? ' ' : 'n';
@@ -322,16 +332,19 @@ finish_step(void *arg)
 /* ---------- one run ---------- */
 
 /*
- * One GET, synchronously; false if interrupted (SIGTERM).  Inside the
- * source's Retry-After window (ratelimit.c) nothing is sent and req->error
- * says so; a 429 or 503 answer opens that window, as a fetch's does.
+ * One request, synchronously: a GET, or a POST of body when it is not NULL
+ * (a GraphQL query); false if interrupted (SIGTERM).  Inside the source's
+ * Retry-After window (ratelimit.c) nothing is sent and req->error says so;
+ * a 429 or 503 answer opens that window, as a fetch's does.  The adapter's
+ * read_answer, if any, reads the answer first, as for a fetch.
  */
 static bool
-http_get(WiHttpRequest *req, char *url, Sweep *s)
+http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 {
 	WiRate	   *r = wi_rate_for(s->source_id);
 
 	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, s->src->api_base, NULL);
+	req->post_body = body;
 	if (GetCurrentTimestamp() < r->not_before)
 	{
 		req->error = pstrdup("rate_limited: inside the source's Retry-After window");
@@ -340,15 +353,52 @@ http_get(WiHttpRequest *req, char *url, Sweep *s)
 	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
 		return false;
 	wi_stat_latency(req->elapsed_ms);
+	/* a GraphQL answer's errors, its budget and its next page, as a fetch's */
+	if (s->adapter->read_answer && !req->refused && req->status != 0)
+	{
+		s->adapter->read_answer(s->src, &s->type, req);
+		if (req->pace_s > 0)
+			wi_rate_pause(r, GetCurrentTimestamp() + (TimestampTz) (req->pace_s * USECS_PER_SEC));
+	}
 	if (req->status == 429 || req->status == 503)
 	{
 		double		wait = req->retry_after_s >= 0 ? (double) req->retry_after_s : 1.0;
 
 		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
 		wi_rate_slow_down(r, GetCurrentTimestamp() + (TimestampTz) (wait * USECS_PER_SEC));
-		req->error = psprintf("rate_limited: http %ld (Retry-After %.0f s)", req->status, wait);
+		req->error = psprintf("rate_limited: %s (Retry-After %.0f s)",
+							  req->error ? req->error : psprintf("http %ld", req->status), wait);
 	}
 	return true;
+}
+
+/*
+ * Waits secs (at most SWEEP_MAX_PAUSE_S) before the pass's next page: a
+ * source whose answer says its budget is spent (pace_s, Shopify's cost
+ * bucket) refills in seconds, and the pass would otherwise fail on the
+ * next page's THROTTLED.  Sleeps in short steps; false when the worker is
+ * asked to stop (in a backend, an interrupt is serviced).
+ */
+#define SWEEP_MAX_PAUSE_S 10.0
+
+static bool
+sweep_pause(const WiSteps *steps, double secs)
+{
+	TimestampTz until = GetCurrentTimestamp() +
+		(TimestampTz) (Min(secs, SWEEP_MAX_PAUSE_S) * USECS_PER_SEC);
+
+	for (;;)
+	{
+		long		ms = (long) ((until - GetCurrentTimestamp()) / 1000);
+
+		if (ms <= 0)
+			return true;
+		if (steps->stop_flag == NULL)
+			CHECK_FOR_INTERRUPTS();
+		else if (wi_steps_stopping(steps))
+			return false;
+		pg_usleep(Min(ms, 100) * 1000L);
+	}
 }
 
 /* Counts a difference that could not be repaired, releasing its lease. */
@@ -371,6 +421,7 @@ repair_one(Sweep *s, Diff *d)
 	s->diff = d;
 	s->token = 0;
 	s->object = d->item;
+	s->refetched = false;
 	s->unwrap = "$";
 	s->deleted = d->deleted;
 	if (wi_step_run(s->steps, lease_step, s) != NULL)
@@ -417,8 +468,10 @@ repair_one(Sweep *s, Diff *d)
 		if (url != NULL)
 		{
 			WiHttpRequest req;
+			char	   *body = s->adapter->object_body
+				? s->adapter->object_body(s->src, &s->type, d->object_id) : NULL;
 
-			if (!http_get(&req, url, s))
+			if (!http_get(&req, url, body, s))
 			{
 				count_unrepaired(s, 0, 1);
 				s->error = pstrdup("interrupted");
@@ -432,6 +485,7 @@ repair_one(Sweep *s, Diff *d)
 			else if (req.status >= 200 && req.status < 300)
 			{
 				s->object = req.body.data;
+				s->refetched = true;
 				s->unwrap = s->type.unwrap_path ? s->type.unwrap_path : "$";
 			}
 			else
@@ -500,6 +554,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 {
 	Sweep		s;
 	char	   *url;
+	char	   *body;
 	char	   *err;
 	int			pages = 0;
 	MemoryContext pass_cxt;
@@ -537,11 +592,15 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 
 	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
 		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
+	body = !s.events && s.adapter->list_body
+		? s.adapter->list_body(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL)
+		: NULL;
 	held_at_start = MemoryContextMemAllocated(pass_cxt, true);
 	while (url != NULL && s.error == NULL)
 	{
 		WiHttpRequest req;
 		char	   *next = NULL;
+		char	   *next_body = NULL;
 
 		if (++pages > SWEEP_MAX_PAGES)
 		{
@@ -549,7 +608,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 			break;
 		}
 		MemoryContextSwitchTo(page_cxt);
-		if (!http_get(&req, url, &s))
+		if (!http_get(&req, url, body, &s))
 			s.error = pstrdup("interrupted");
 		else if (req.status != 200)
 			s.error = req.error != NULL || req.status == 0
@@ -572,18 +631,29 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 				;
 			else if (req.link_next)
 				next = req.link_next;
-			else if (s.has_more && s.last_id)
+			else if (s.has_more && (req.next_cursor || s.last_id))
 			{
-				next = s.events ? s.adapter->events_url(s.src, &s.type, s.since, s.last_id)
-					: s.adapter->list_url(s.src, &s.type,
-										  strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, s.last_id);
+				/* the answer's own cursor (GraphQL's endCursor) wins over the last id */
+				const char *cursor = req.next_cursor ? req.next_cursor : s.last_id;
+				int64		since = strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since;
+
+				next = s.events ? s.adapter->events_url(s.src, &s.type, s.since, cursor)
+					: s.adapter->list_url(s.src, &s.type, since, cursor);
+				if (next != NULL && !s.events && s.adapter->list_body)
+					next_body = s.adapter->list_body(s.src, &s.type, since, cursor);
 				if (next == NULL)
 					s.error = pstrdup("the list has more pages but the adapter cannot page by id");
 			}
 		}
+		/* the next page only once the source's budget allows it */
+		if (next != NULL && req.pace_s > 0 && !sweep_pause(steps, req.pace_s))
+			s.error = pstrdup("interrupted");
 		MemoryContextSwitchTo(pass_cxt);
 		pfree(url);
+		if (body)
+			pfree(body);
 		url = next ? pstrdup(next) : NULL;
+		body = next_body ? pstrdup(next_body) : NULL;
 		keep_reasons(&s, pass_cxt);
 		MemoryContextReset(page_cxt);
 		s.body = NULL;

@@ -99,6 +99,272 @@ COMMENT ON FUNCTION @extschema@._queue_owner(text, text, text) IS
 	'Owner of a queue''s reason through queue_owners: exact before *, the user''s row before the preset; else the fallback.';
 
 ---------------------------------------------------------------------------
+-- Shopify's mandatory compliance webhooks
+---------------------------------------------------------------------------
+
+/*
+ * customers/redact and shop/redact erase payload bytes (inbox payloads and
+ * raw bodies, mirror states, occurrence payloads) and keep the identities:
+ * ids, digests, statuses, versions, the delivery audit (which never holds
+ * a body) and a row here saying what was erased and when.
+ * customers/data_request becomes a row of data_requests, a queue for
+ * operations listing what is held.  Their preset routes record each once
+ * as an occurrence (kind = topic), and a trigger on that insert carries it
+ * out in the worker's transaction: intake, which writes the inbox as COPY
+ * does, stays free of triggers.
+ */
+CREATE TABLE @extschema@.redactions (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL,	-- no foreign key: the audit outlives its source
+	topic			text NOT NULL
+		CONSTRAINT redactions_topic_check CHECK (topic IN ('customers/redact', 'shop/redact')),
+	request_event	bigint,
+	shop_domain		text,
+	customer_id		text,
+	orders			text[] NOT NULL DEFAULT '{}',
+	inbox_rows		integer NOT NULL,
+	objects			integer NOT NULL,
+	occurrences		integer NOT NULL,
+	erased_at		timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE @extschema@.redactions IS
+	'What each Shopify customers/redact or shop/redact erased and when: the request''s inbox event, the customer id and orders named (never an e-mail or name), and how many inbox payloads, mirror states and occurrence payloads were erased.';
+
+CREATE TABLE @extschema@.data_requests (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL,	-- no foreign key: the request outlives its source
+	request_event	bigint,
+	shop_domain		text,
+	customer_id		text,
+	data_request_id	text,
+	orders_requested text[] NOT NULL DEFAULT '{}',
+	held			jsonb NOT NULL,
+	requested_at	timestamptz NOT NULL DEFAULT now(),
+	resolved_at		timestamptz,
+	note			text
+);
+COMMENT ON TABLE @extschema@.data_requests IS
+	'Shopify customers/data_request webhooks waiting for operations: what is held about the customer (inbox events, mirror objects, occurrences, by id), until resolve_data_request() says it was sent to the merchant.';
+COMMENT ON COLUMN @extschema@.data_requests.held IS
+	'{"inbox_events": n, "objects": [{"type", "id"}], "occurrences": [{"kind", "id"}]} when the request arrived.';
+
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.redactions', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.redactions_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.data_requests', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.data_requests_id_seq', '');
+
+/*
+ * Whether a stored document (an inbox payload, a mirror state, an
+ * occurrence payload) of (object_type, object_id) is about the customer:
+ * the customer itself, one of the orders named, an order of the customer,
+ * a refund of one of those orders, or any document that carries the
+ * customer's e-mail (as a whole address, case-insensitively: not
+ * "joann@example.com" for "ann@example.com").
+ */
+CREATE FUNCTION @extschema@._shopify_about_customer(p_doc jsonb, p_object_type text, p_object_id text,
+	p_customer_id text, p_email text, p_orders text[])
+RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT p_doc IS NOT NULL AND (
+		(p_object_type = 'customer' AND p_object_id = p_customer_id)
+		OR (p_object_type = 'order' AND p_object_id = ANY (p_orders))
+		OR p_doc #>> '{customer,id}' = p_customer_id
+		OR (p_object_type = 'refund' AND p_doc ->> 'order_id' = ANY (p_orders))
+		OR (p_email <> '' AND p_doc::text ~* ('(?<![[:alnum:]._%+-])'
+			|| regexp_replace(p_email, '([^[:alnum:]])', '\\\1', 'g') || '(?![[:alnum:]_-])(?!\.[[:alnum:]])')))
+$$;
+COMMENT ON FUNCTION @extschema@._shopify_about_customer(jsonb, text, text, text, text, text[]) IS
+	'Whether a stored Shopify document is about the customer of a compliance webhook: the customer, an order named or of the customer, a refund of such an order, or any document carrying the customer''s e-mail.';
+
+/*
+ * The request's own payload names the customer: the orders it names are
+ * those of orders_to_redact (customers/redact) or orders_requested
+ * (customers/data_request).
+ */
+CREATE FUNCTION @extschema@._shopify_request(p_event bigint,
+	OUT source_id integer, OUT customer_id text, OUT email text, OUT orders text[], OUT shop_domain text,
+	OUT payload jsonb)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	i webhook_inbox.inbox;
+BEGIN
+	SELECT * INTO i FROM webhook_inbox.inbox x WHERE x.id = p_event;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'inbox event % does not exist', p_event USING ERRCODE = 'no_data_found';
+	END IF;
+	IF jsonb_typeof(i.payload) IS DISTINCT FROM 'object' THEN
+		RAISE EXCEPTION 'inbox event % has no readable payload', p_event USING ERRCODE = 'invalid_parameter_value',
+			DETAIL = 'A compliance webhook names its shop and customer in its body.';
+	END IF;
+	source_id := i.source_id;
+	payload := i.payload;
+	customer_id := webhook_inbox._scalar_text(i.payload #> '{customer,id}');
+	email := coalesce(i.payload #>> '{customer,email}', '');
+	shop_domain := i.payload ->> 'shop_domain';
+	orders := ARRAY(SELECT webhook_inbox._scalar_text(o)
+					  FROM jsonb_array_elements(CASE WHEN jsonb_typeof(coalesce(i.payload -> 'orders_to_redact',
+								i.payload -> 'orders_requested')) = 'array'
+							THEN coalesce(i.payload -> 'orders_to_redact', i.payload -> 'orders_requested')
+							ELSE '[]' END) o);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._shopify_request(bigint) IS
+	'Reads a Shopify compliance webhook stored in the inbox: its source, customer id and e-mail, the orders it names, its shop domain.';
+
+CREATE FUNCTION @extschema@.shopify_redact_customer(p_event bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	n_inbox integer;
+	n_objects integer;
+	n_occ integer;
+	rid bigint;
+BEGIN
+	SELECT * INTO r FROM webhook_inbox._shopify_request(p_event);
+	IF r.customer_id IS NULL THEN
+		RAISE EXCEPTION 'the customers/redact webhook in inbox event % names no customer id', p_event
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	UPDATE webhook_inbox.inbox i
+	   SET payload = jsonb_build_object('redacted', true), raw_body = NULL, updated_at = now()
+	 WHERE i.source_id = r.source_id
+	   AND (i.id = p_event OR webhook_inbox._shopify_about_customer(i.payload, i.object_type, i.object_id,
+			r.customer_id, r.email, r.orders));
+	GET DIAGNOSTICS n_inbox = ROW_COUNT;
+	UPDATE webhook_inbox.objects o
+	   SET state = jsonb_build_object('id', o.object_id, 'redacted', true), updated_at = now()
+	 WHERE o.source_id = r.source_id
+	   AND webhook_inbox._shopify_about_customer(o.state, o.object_type, o.object_id,
+			r.customer_id, r.email, r.orders);
+	GET DIAGNOSTICS n_objects = ROW_COUNT;
+	UPDATE webhook_inbox.occurrences o
+	   SET payload = jsonb_build_object('redacted', true)
+	 WHERE o.source_id = r.source_id
+	   AND webhook_inbox._shopify_about_customer(o.payload, o.kind, o.occurrence_id,
+			r.customer_id, r.email, r.orders);
+	GET DIAGNOSTICS n_occ = ROW_COUNT;
+	INSERT INTO webhook_inbox.redactions (source_id, topic, request_event, shop_domain, customer_id, orders,
+										  inbox_rows, objects, occurrences)
+	VALUES (r.source_id, 'customers/redact', p_event, r.shop_domain, r.customer_id, r.orders,
+			n_inbox, n_objects, n_occ)
+	RETURNING id INTO rid;
+	RETURN rid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.shopify_redact_customer(bigint) IS
+	'Carries out the Shopify customers/redact webhook stored as inbox event p_event: erases the payloads of every inbox event, mirror state and occurrence of its source about the customer (the request itself included), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
+
+CREATE FUNCTION @extschema@.shopify_redact_shop(p_event bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	n_inbox integer;
+	n_objects integer;
+	n_occ integer;
+	rid bigint;
+BEGIN
+	SELECT * INTO r FROM webhook_inbox._shopify_request(p_event);
+	UPDATE webhook_inbox.inbox i
+	   SET payload = jsonb_build_object('redacted', true), raw_body = NULL, updated_at = now()
+	 WHERE i.source_id = r.source_id AND (i.payload IS NOT NULL OR i.raw_body IS NOT NULL)
+	   AND i.payload IS DISTINCT FROM '{"redacted": true}';
+	GET DIAGNOSTICS n_inbox = ROW_COUNT;
+	UPDATE webhook_inbox.objects o
+	   SET state = jsonb_build_object('id', o.object_id, 'redacted', true), updated_at = now()
+	 WHERE o.source_id = r.source_id AND o.state IS NOT NULL;
+	GET DIAGNOSTICS n_objects = ROW_COUNT;
+	UPDATE webhook_inbox.occurrences o SET payload = jsonb_build_object('redacted', true)
+	 WHERE o.source_id = r.source_id AND o.payload IS NOT NULL;
+	GET DIAGNOSTICS n_occ = ROW_COUNT;
+	INSERT INTO webhook_inbox.redactions (source_id, topic, request_event, shop_domain, inbox_rows, objects, occurrences)
+	VALUES (r.source_id, 'shop/redact', p_event, r.shop_domain, n_inbox, n_objects, n_occ)
+	RETURNING id INTO rid;
+	RETURN rid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.shopify_redact_shop(bigint) IS
+	'Carries out the Shopify shop/redact webhook stored as inbox event p_event (48 hours after the app was uninstalled): erases every payload, mirror state and occurrence payload of its source, keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
+
+CREATE FUNCTION @extschema@.shopify_data_request(p_event bigint)
+RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	rid bigint;
+BEGIN
+	SELECT * INTO r FROM webhook_inbox._shopify_request(p_event);
+	IF r.customer_id IS NULL THEN
+		RAISE EXCEPTION 'the customers/data_request webhook in inbox event % names no customer id', p_event
+			USING ERRCODE = 'invalid_parameter_value';
+	END IF;
+	INSERT INTO webhook_inbox.data_requests (source_id, request_event, shop_domain, customer_id, data_request_id,
+											 orders_requested, held)
+	SELECT r.source_id, p_event, r.shop_domain, r.customer_id, r.payload #>> '{data_request,id}', r.orders,
+		   jsonb_build_object(
+			'inbox_events', (SELECT count(*) FROM webhook_inbox.inbox i
+							  WHERE i.source_id = r.source_id AND i.id <> p_event
+								AND webhook_inbox._shopify_about_customer(i.payload, i.object_type, i.object_id,
+									r.customer_id, r.email, r.orders)),
+			'objects', (SELECT coalesce(jsonb_agg(jsonb_build_object('type', o.object_type, 'id', o.object_id)
+												  ORDER BY o.object_type, o.object_id), '[]')
+						  FROM webhook_inbox.objects o
+						 WHERE o.source_id = r.source_id
+						   AND webhook_inbox._shopify_about_customer(o.state, o.object_type, o.object_id,
+								r.customer_id, r.email, r.orders)),
+			'occurrences', (SELECT coalesce(jsonb_agg(jsonb_build_object('kind', o.kind, 'id', o.occurrence_id)
+													  ORDER BY o.kind, o.occurrence_id), '[]')
+							  FROM webhook_inbox.occurrences o
+							 WHERE o.source_id = r.source_id AND o.first_event_id IS DISTINCT FROM p_event
+							   AND webhook_inbox._shopify_about_customer(o.payload, o.kind, o.occurrence_id,
+									r.customer_id, r.email, r.orders)))
+	RETURNING id INTO rid;
+	RETURN rid;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.shopify_data_request(bigint) IS
+	'Carries out the Shopify customers/data_request webhook stored as inbox event p_event: a data_requests row for operations listing what is held about the customer. Returns its id.';
+
+CREATE FUNCTION @extschema@.resolve_data_request(p_id bigint, p_note text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE webhook_inbox.data_requests d SET resolved_at = now(), note = p_note
+	 WHERE d.id = p_id AND d.resolved_at IS NULL;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'data request % does not exist or is resolved already', p_id USING ERRCODE = 'no_data_found';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.resolve_data_request(bigint, text) IS
+	'Marks a Shopify customer data request as answered (the data was given to the merchant), with a note; it leaves the queues view.';
+
+CREATE FUNCTION @extschema@._shopify_compliance() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.first_event_id IS NULL
+	   OR (SELECT s.kind FROM webhook_inbox.sources s WHERE s.id = NEW.source_id) IS DISTINCT FROM 'shopify' THEN
+		RETURN NULL;
+	END IF;
+	CASE NEW.kind
+		WHEN 'customers/redact' THEN
+			PERFORM webhook_inbox.shopify_redact_customer(NEW.first_event_id);
+		WHEN 'shop/redact' THEN
+			PERFORM webhook_inbox.shopify_redact_shop(NEW.first_event_id);
+		ELSE
+			PERFORM webhook_inbox.shopify_data_request(NEW.first_event_id);
+	END CASE;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._shopify_compliance() IS
+	'Carries out a Shopify compliance webhook (customers/redact, shop/redact, customers/data_request) when the worker records it once as an occurrence, in that transaction, from its inbox event.';
+CREATE TRIGGER shopify_compliance AFTER INSERT ON @extschema@.occurrences
+	FOR EACH ROW WHEN (NEW.kind IN ('customers/redact', 'shop/redact', 'customers/data_request'))
+	EXECUTE FUNCTION @extschema@._shopify_compliance();
+
+---------------------------------------------------------------------------
 -- The queues
 ---------------------------------------------------------------------------
 
@@ -146,10 +412,14 @@ SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, 
 		SELECT queue, source_id, reason, 'engineering', count, oldest_age, oldest_id FROM sw
 		UNION ALL
 		SELECT 'flagged_source', x.id, 'credentials_refused', 'engineering', 1, now() - x.updated_at, x.id
-		  FROM webhook_inbox.sources x WHERE x.flagged IS NOT NULL) q
+		  FROM webhook_inbox.sources x WHERE x.flagged IS NOT NULL
+		UNION ALL
+		SELECT 'data_request', d.source_id, 'customers/data_request', 'operations', count(*),
+			   now() - min(d.requested_at), min(d.id)
+		  FROM webhook_inbox.data_requests d WHERE d.resolved_at IS NULL GROUP BY d.source_id) q
   LEFT JOIN webhook_inbox.sources s ON s.id = q.source_id;
 COMMENT ON VIEW @extschema@.queues IS
-	'Everything waiting on a person, one row per (queue, source, reason): count, oldest age, the oldest item''s id (event, effect, sweep run or source) and the accountable owner from queue_owners.';
+	'Everything waiting on a person, one row per (queue, source, reason): count, oldest age, the oldest item''s id (event, effect, sweep run, source or Shopify data request) and the accountable owner from queue_owners.';
 
 ---------------------------------------------------------------------------
 -- Views without payloads, for the reader
@@ -576,3 +846,6 @@ GRANT EXECUTE ON FUNCTION @extschema@.requeue_where(text, text, text, timestampt
 	text, text[], integer, boolean) TO webhook_inbox_operator;
 GRANT EXECUTE ON FUNCTION @extschema@.resolve_effect(bigint, text, text)
 	TO webhook_inbox_operator, webhook_inbox_finance;
+-- Shopify's compliance records: readable by readers, data requests resolved by operators
+GRANT SELECT ON @extschema@.redactions, @extschema@.data_requests TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@.resolve_data_request(bigint, text) TO webhook_inbox_operator;

@@ -110,6 +110,13 @@ VALUES
 	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, NULL, 110),
 	('shopify', 'app/uninstalled', 'ignore', 'ignore', NULL, NULL,
 	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100),
+	/* the mandatory compliance webhooks: recorded once, and carried out by the shopify_compliance trigger */
+	('shopify', 'customers/redact', 'occurrence', 'occurrence', 'customers/redact', NULL,
+	 '$.customer.id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 120),
+	('shopify', 'customers/data_request', 'occurrence', 'occurrence', 'customers/data_request', NULL,
+	 '$.data_request.id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 120),
+	('shopify', 'shop/redact', 'occurrence', 'occurrence', 'shop/redact', NULL,
+	 '$.shop_id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100),
 	/* GitHub: issues and pull requests carry updated_at; pushes happen once */
 	('github', 'issues*', 'state', 'version', 'issue', NULL,
 	 '$.issue.id', '$.issue.updated_at', '$.issue.state', '$.issue.updated_at', NULL, NULL, NULL, false, NULL, 100),

@@ -1029,7 +1029,7 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT id integer, OUT name text, OUT kind text, OUT api_base text, OUT api_token text,
 	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
-	OUT types text, OUT repo text, OUT api_version text)
+	OUT types text, OUT repo text, OUT api_version text, OUT api text)
 LANGUAGE sql STABLE AS $$
 	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'), s.api_token,
 		   s.settings ->> 'fetch_url', s.settings ->> 'list_url', s.settings ->> 'auth_header',
@@ -1037,11 +1037,113 @@ LANGUAGE sql STABLE AS $$
 		   s.settings ->> 'status_path', s.settings ->> 'version_path',
 		   CASE WHEN jsonb_typeof(s.settings -> 'types') = 'array'
 				THEN (SELECT string_agg(t, ',') FROM jsonb_array_elements_text(s.settings -> 'types') t) END,
-		   s.settings ->> 'repo', s.settings ->> 'api_version'
+		   s.settings ->> 'repo', s.settings ->> 'api_version', s.settings ->> 'api'
 	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
 $$;
 COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
 	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON).';
+
+/*
+ * Shopify's GraphQL Admin API and its webhooks name the same objects
+ * differently (displayFinancialStatus: PAID against financial_status:
+ * "paid", a gid against a numeric id).  The mirror keeps the REST/webhook
+ * shape, whichever path brought an object: these two functions make it of
+ * a GraphQL answer, field for field of the selections in
+ * extension/adapters/shopify_graphql.h.
+ */
+CREATE FUNCTION @extschema@._shopify_rest_time(p_time jsonb)
+RETURNS jsonb
+LANGUAGE sql STABLE AS $$
+	SELECT CASE WHEN jsonb_typeof(p_time) = 'string'
+		THEN to_jsonb(to_char((p_time #>> '{}')::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS') || '+00:00')
+		ELSE p_time END
+$$;
+COMMENT ON FUNCTION @extschema@._shopify_rest_time(jsonb) IS
+	'A GraphQL DateTime ("2026-01-01T00:00:00Z") as the REST Admin API writes a time, with its offset ("2026-01-01T00:00:00+00:00"): in UTC, since a GraphQL answer does not say the shop''s time zone; null stays null.';
+
+CREATE FUNCTION @extschema@.shopify_rest_shape(p_object_type text, p_node jsonb)
+RETURNS jsonb
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	IF p_node IS NULL OR jsonb_typeof(p_node) <> 'object' THEN
+		RETURN NULL;
+	END IF;
+	CASE p_object_type
+		WHEN 'order' THEN
+			RETURN jsonb_build_object(
+				'id', (p_node ->> 'legacyResourceId')::numeric,
+				'admin_graphql_api_id', p_node -> 'id',
+				'name', p_node -> 'name',
+				'created_at', webhook_inbox._shopify_rest_time(p_node -> 'createdAt'),
+				'updated_at', webhook_inbox._shopify_rest_time(p_node -> 'updatedAt'),
+				'financial_status', lower(p_node ->> 'displayFinancialStatus'),
+				'total_price', p_node #> '{totalPriceSet,shopMoney,amount}',
+				'currency', p_node -> 'currencyCode',
+				'cancelled_at', webhook_inbox._shopify_rest_time(p_node -> 'cancelledAt'),
+				'closed_at', webhook_inbox._shopify_rest_time(p_node -> 'closedAt'));
+		WHEN 'product' THEN
+			RETURN jsonb_build_object(
+				'id', (p_node ->> 'legacyResourceId')::numeric,
+				'admin_graphql_api_id', p_node -> 'id',
+				'title', p_node -> 'title',
+				'status', lower(p_node ->> 'status'),
+				'created_at', webhook_inbox._shopify_rest_time(p_node -> 'createdAt'),
+				'updated_at', webhook_inbox._shopify_rest_time(p_node -> 'updatedAt'));
+		WHEN 'customer' THEN
+			RETURN jsonb_build_object(
+				'id', (p_node ->> 'legacyResourceId')::numeric,
+				'admin_graphql_api_id', p_node -> 'id',
+				'state', lower(p_node ->> 'state'),
+				'created_at', webhook_inbox._shopify_rest_time(p_node -> 'createdAt'),
+				'updated_at', webhook_inbox._shopify_rest_time(p_node -> 'updatedAt'));
+		ELSE
+			RAISE EXCEPTION 'unknown Shopify object type "%"', p_object_type
+				USING ERRCODE = 'invalid_parameter_value',
+					  HINT = 'Shopify objects are order, product or customer.';
+	END CASE;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.shopify_rest_shape(text, jsonb) IS
+	'A Shopify GraphQL Admin API node (Order, Product, Customer) in the REST/webhook shape the mirror keeps: numeric id from legacyResourceId, the gid as admin_graphql_api_id, snake_case names, lower-case enums (PAID -> paid). NULL for a node that is not an object.';
+
+CREATE FUNCTION @extschema@.shopify_rest_answer(p_object_type text, p_body text)
+RETURNS text
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+	doc jsonb;
+	coll text := CASE p_object_type WHEN 'order' THEN 'orders' WHEN 'product' THEN 'products'
+								   WHEN 'customer' THEN 'customers' END;
+	one jsonb;
+	list jsonb;
+BEGIN
+	IF coll IS NULL THEN
+		RAISE EXCEPTION 'unknown Shopify object type "%"', p_object_type
+			USING ERRCODE = 'invalid_parameter_value', HINT = 'Shopify objects are order, product or customer.';
+	END IF;
+	BEGIN
+		doc := p_body::jsonb;
+	EXCEPTION WHEN others THEN
+		RETURN NULL;
+	END;
+	/* an answer with errors is never a present, whatever data it also has */
+	IF jsonb_typeof(doc) <> 'object' OR doc ? 'errors' OR jsonb_typeof(doc -> 'data') IS DISTINCT FROM 'object' THEN
+		RETURN NULL;
+	END IF;
+	one := doc #> ARRAY['data', p_object_type];
+	list := doc #> ARRAY['data', coll];
+	IF jsonb_typeof(one) = 'object' THEN
+		RETURN jsonb_build_object(p_object_type, webhook_inbox.shopify_rest_shape(p_object_type, one))::text;
+	ELSIF jsonb_typeof(list -> 'nodes') = 'array' THEN
+		RETURN jsonb_build_object(coll,
+			(SELECT coalesce(jsonb_agg(webhook_inbox.shopify_rest_shape(p_object_type, x.n) ORDER BY x.k), '[]')
+			   FROM jsonb_array_elements(list -> 'nodes') WITH ORDINALITY AS x(n, k)),
+			'has_more', coalesce(list #> '{pageInfo,hasNextPage}' = 'true', false))::text;
+	END IF;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.shopify_rest_answer(text, text) IS
+	'A Shopify GraphQL answer in the REST shape the worker saves: {"order": {...}} for order(id:), {"orders": [...], "has_more": hasNextPage} for a page of orders(...) (products and customers alike), every node by shopify_rest_shape(); NULL for an answer with errors, without data, or not JSON (never a present).';
 
 ---------------------------------------------------------------------------
 -- Sweeps

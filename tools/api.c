@@ -628,7 +628,8 @@ handle_counters(sim_api *api, struct evhttp_request *req)
 	sb_init(&b);
 	sb_puts(&b, "{\"fetches\":");
 	render_counts(&b, &api->fetches);
-	sb_printf(&b, ",\"lists\":%ld,\"faulted\":%ld,\"effects\":", api->lists, api->faulted);
+	sb_printf(&b, ",\"lists\":%ld,\"faulted\":%ld,\"graphql_throttled\":%ld,\"effects\":", api->lists,
+			  api->faulted, api->gql_throttled);
 	render_counts(&b, &api->effects);
 	sb_putc(&b, '}');
 	api_reply(req, 200, b.data);
@@ -764,6 +765,8 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 	}
 	else if (strcmp(path, "/_sim/truth") == 0 && method == EVHTTP_REQ_GET)
 		handle_truth(api, req);
+	else if (strcmp(path, "/_sim/shopify/schema") == 0 && method == EVHTTP_REQ_GET)
+		shopify_graphql_schema(req);
 	else if (strcmp(path, "/_sim/counters") == 0 && method == EVHTTP_REQ_GET)
 		handle_counters(api, req);
 	else if (strcmp(path, "/_sim/counters/reset") == 0 && method == EVHTTP_REQ_POST)
@@ -772,6 +775,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 		idmap_free(&api->effects);
 		api->lists = 0;
 		api->faulted = 0;
+		api->gql_throttled = 0;
 		api_reply(req, 200, "{\"ok\":true}");
 	}
 	else if (strcmp(path, "/_sim/faults") == 0 && method == EVHTTP_REQ_POST)
@@ -952,6 +956,10 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	snprintf(api->host, sizeof(api->host), "%s", host);
 	api->api_token = opt->api_token ? xstrdup(opt->api_token) : NULL;
 	api->idem_ttl = opt->idempotency_ttl > 0 ? opt->idempotency_ttl : 86400;
+	api->gql_max = opt->shopify_bucket_max > 0 ? opt->shopify_bucket_max : 2000;
+	api->gql_rate = opt->shopify_bucket_rate > 0 ? opt->shopify_bucket_rate : 100;
+	api->gql_level = api->gql_max;
+	api->gql_at = now_monotonic();
 	api->status = status;
 	api->status_arg = status_arg;
 	rng_seed(&api->fault_rng, opt->seed ^ 0xfa017ULL);

@@ -40,6 +40,8 @@ typedef struct api_options
 	const char *request_log;	/* file: one line per API request, or NULL */
 	int			idempotency_ttl;	/* seconds Stripe keeps a key (86400) */
 	uint64_t	seed;			/* of the fault draws */
+	double		shopify_bucket_max;	/* GraphQL cost bucket (0: 2000) */
+	double		shopify_bucket_rate;	/* its restore rate per second (0: 100) */
 } api_options;
 
 /* Renders the JSON of GET /_sim/status into out. */

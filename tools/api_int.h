@@ -56,6 +56,13 @@ struct sim_api
 	sim_rng		fault_rng;
 	long		faulted;
 
+	/* Shopify GraphQL: the leaky bucket of query cost (shopify_graphql.c) */
+	double		gql_max;
+	double		gql_rate;		/* points restored per second */
+	double		gql_level;		/* points available at gql_at */
+	double		gql_at;			/* monotonic seconds */
+	long		gql_throttled;	/* THROTTLED answers */
+
 	id_map		fetches;		/* id -> count */
 	long		lists;
 	id_map		effects;		/* idempotency key -> submissions */
@@ -95,8 +102,12 @@ extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *
 /* GitHub: GET /repos/{owner}/{repo}/{issues|pulls}[/{number}] */
 extern void github_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						  const char *query);
-/* Shopify: GET /admin/api/{version}/orders[/{id}].json */
+/* Shopify: GET /admin/api/{version}/orders[/{id}].json, POST .../graphql.json */
 extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
+/* Shopify's GraphQL Admin API (shopify_graphql.c): one POST of graphql.json */
+extern void shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *version);
+/* GET /_sim/shopify/schema: the types and fields the simulator answers */
+extern void shopify_graphql_schema(struct evhttp_request *req);
 
 #endif							/* SIM_API_INT_H */

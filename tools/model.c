@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "../extension/adapters/shopify_graphql.h"
 
 static const char *const sub_status[] = {"incomplete", "incomplete_expired", "trialing",
 "active", "past_due", "canceled", "unpaid", "paused"};
@@ -121,7 +122,8 @@ static const char *const type_paths[OT__COUNT] = {
 
 #define MAX_PI_ATTEMPTS 3
 #define STRIPE_API_VERSION "2024-06-20"
-#define SHOPIFY_API_VERSION "2024-01"
+/* X-Shopify-API-Version of deliveries: the version the adapter speaks */
+#define SHOPIFY_API_VERSION SHOPIFY_GQL_API_VERSION
 
 const char *
 obj_type_name(obj_type t)
@@ -715,9 +717,9 @@ render_object(const sim_model *m, sbuf *out, const sim_object *o)
 		case OT_ORDER:
 			iso_time(o->created, 0, iso1, sizeof(iso1));
 			iso_time(o->updated_at, 0, iso2, sizeof(iso2));
-			sb_printf(out, "{\"id\":%s,\"name\":\"#%ld\",\"created_at\":\"%s\",\"updated_at\":\"%s\","
-					  "\"financial_status\":\"%s\",\"total_price\":",
-					  o->id, o->number, iso1, iso2, st);
+			sb_printf(out, "{\"id\":%s,\"admin_graphql_api_id\":\"gid://shopify/Order/%s\",\"name\":\"#%ld\","
+					  "\"created_at\":\"%s\",\"updated_at\":\"%s\",\"financial_status\":\"%s\",\"total_price\":",
+					  o->id, o->id, o->number, iso1, iso2, st);
 			render_money(out, o->amount);
 			sb_printf(out, ",\"currency\":\"%s\"", currency_name(o));
 			if (o->status == ORD_VOIDED)

@@ -122,6 +122,9 @@ serve_help(void)
 		 "  --api-token T            require Authorization: Bearer T / X-Shopify-Access-Token: T\n"
 		 "  --request-log FILE       write one line per API request: METHOD path?query\n"
 		 "  --idempotency-ttl SECS   how long an Idempotency-Key is kept (default 86400)\n"
+		 "  --shopify-bucket MAX:RATE\n"
+		 "                           Shopify GraphQL cost bucket: MAX points, restored RATE/s\n"
+		 "                           (default 2000:100, the Standard plan's)\n"
 		 "  --fault-429 SHARE        answer 429 to SHARE of API calls\n"
 		 "  --retry-after SECS       Retry-After of injected 429s (default 1)\n"
 		 "  --fault-5xx SHARE        answer 500 or 503 to SHARE of API calls\n"
@@ -333,6 +336,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"types", required_argument, NULL, 23},
 		{"epoch", required_argument, NULL, 24},
 		{"idempotency-ttl", required_argument, NULL, 25},
+		{"shopify-bucket", required_argument, NULL, 28},
 		{"github-repo", required_argument, NULL, 27},
 		{"github-app", required_argument, NULL, 40},
 		{"github-app-key", required_argument, NULL, 41},
@@ -473,6 +477,19 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 			case 25:
 				bad = parse_int64(optarg, 1, 86400 * 30, &v) != 0;
 				o->api.idempotency_ttl = (int) v;
+				break;
+			case 28:
+				{
+					/* MAX:RATE, the GraphQL cost bucket and its restore rate per second */
+					double		mx = 0,
+								rt = 0;
+					int			used = 0;
+
+					bad = sscanf(optarg, "%lf:%lf%n", &mx, &rt, &used) != 2 || optarg[used] != '\0' ||
+						mx < 1 || mx > 1e6 || rt <= 0 || rt > 1e6;
+					o->api.shopify_bucket_max = mx;
+					o->api.shopify_bucket_rate = rt;
+				}
 				break;
 			case 27:
 				{

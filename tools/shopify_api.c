@@ -1,6 +1,8 @@
 /*
  * shopify_api.c
- *		Shopify's Admin REST API for orders, as its documentation describes
+ *		Shopify's Admin API for orders: the GraphQL endpoint
+ *		POST /admin/api/{version}/graphql.json (shopify_graphql.c), and the
+ *		legacy REST API, as its documentation describes
  *		it: GET /admin/api/{version}/orders/{id}.json and
  *		GET /admin/api/{version}/orders.json with its query parameters and
  *		cursor pagination (Link header with page_info, rel="next" and
@@ -289,6 +291,18 @@ shopify_handle(sim_api *api, struct evhttp_request *req, const char *path, const
 	size_t		n;
 	sim_params	ps;
 
+	p = strncmp(path, "/admin/api/", 11) == 0 ? strchr(path + 11, '/') : NULL;
+	if (p && strcmp(p, "/graphql.json") == 0)
+	{
+		char	   *version = xstrndup(path + 11, (size_t) (p - (path + 11)));
+
+		if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
+			shop_error(req, 405, NULL, "Method Not Allowed");
+		else
+			shopify_graphql_handle(api, req, version);
+		free(version);
+		return;
+	}
 	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET)
 	{
 		shop_error(req, 405, NULL, "Method Not Allowed");

@@ -96,10 +96,33 @@ wi_source_load(int32 source_id)
 			src->types = copy_value(tup, desc, 14, cxt);
 			src->repo = copy_value(tup, desc, 15, cxt);
 			src->api_version = copy_value(tup, desc, 16, cxt);
+			src->api = copy_value(tup, desc, 17, cxt);
 		}
 	}
 	SPI_finish();
 	return src;
+}
+
+/*
+ * A 2xx answer's body in the shape the mirror keeps: as it is, or as the
+ * adapter's answer_shape SQL function turns it (a GraphQL answer into the
+ * REST shape); NULL when that function finds nothing to keep (the save
+ * then treats the answer as unreadable).  Needs the caller's transaction
+ * and SPI connection; the result is palloc'd in the current context.
+ */
+const char *
+wi_answer_shape(const WiAdapter *a, const WiSource *src, const char *object_type, const char *body)
+{
+	const char *fn = a->answer_shape ? a->answer_shape(src) : NULL;
+	Oid			t[2] = {TEXTOID, TEXTOID};
+	Datum		v[2];
+
+	if (fn == NULL || body == NULL)
+		return body;
+	v[0] = CStringGetTextDatum(object_type);
+	v[1] = CStringGetTextDatum(body);
+	wi_spi_exec(psprintf("SELECT %s($1, $2)", fn), 2, t, v, NULL, SPI_OK_SELECT);
+	return wi_spi_first_text();
 }
 
 /* Percent-encodes everything but RFC 3986's unreserved characters. */

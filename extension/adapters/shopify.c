@@ -1,38 +1,71 @@
 /*
  * shopify.c
- *		Shopify's Admin REST read API: GET .../orders/{id}.json answers
- *		{"order": {...}}; the list GET .../orders.json?updated_at_min= pages
- *		with Link: <...>; rel="next" (page_info cursors), which fetch.c follows.
+ *		Shopify's Admin API, by default through GraphQL
+ *		(POST .../admin/api/{version}/graphql.json), and through the legacy
+ *		REST Admin API for sources whose settings say "api": "rest".
+ *
+ * GraphQL: an object is read by its gid (gid://shopify/Order/{id}, the
+ * webhook payload's admin_graphql_api_id) with the documents of
+ * shopify_graphql.h, a listing pages with first/after and
+ * pageInfo.endCursor, sorted by UPDATED_AT and filtered by
+ * query: "updated_at:>='…'" (the incremental layer; no filter for the full
+ * one).  Shopify answers 200 to nearly everything: read_answer looks inside
+ * (errors[].extensions.code decides throttled, retried or unusable; a null
+ * object is gone, believed as a 404 is), reads the cost extension's
+ * throttleStatus and paces the source by it.  The answers are saved in the
+ * REST/webhook shape, which webhook_inbox.shopify_rest_answer() makes of
+ * them in SQL, so that whichever path brought an object the mirror holds
+ * the same state, status and version.
+ *
+ * REST: GET .../orders/{id}.json answers {"order": {...}}; the list GET
+ * .../orders.json?updated_at_min= pages with Link: <...>; rel="next"
+ * (page_info cursors), which fetch.c follows.  Only the orders list takes
+ * status=any (its default lists open orders only); products take
+ * active/archived/draft, customers no status.
  *
  * The Admin API version is the source's settings->>'api_version'.  Shopify
  * supports a version for about a year after its release and then silently
  * serves the oldest supported one, with that version's shapes: pin a
- * version and move it on before it expires.  The default is a supported
- * quarterly version.
+ * version and move it on before it expires.  The default is the newest
+ * stable version (@shopify/shopify-api's ApiVersion).
  *
- * Lists filter by updated_at_min (the incremental layer; omitted for the
- * full one).  Only the orders list takes status=any (its default lists open
- * orders only); products take active/archived/draft, customers no status.
  * An order's version is its updated_at (one-second resolution, made safe by
  * the tie rule) and its status is financial_status.
  */
 #include "postgres.h"
 
-#include "provider.h"
+#include <math.h>
 
-#define SHOPIFY_DEFAULT_API_VERSION "2025-10"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/numeric.h"
+
+#include "json_fast.h"
+#include "provider.h"
+#include "shopify_graphql.h"
+
+#define SHOPIFY_DEFAULT_API_VERSION SHOPIFY_GQL_API_VERSION
+
+/* orders older than this are listed only with the read_all_orders scope */
+#define SHOPIFY_ORDERS_WINDOW_DAYS 60
 
 typedef struct ShopifyType
 {
 	WiTypeMap	map;
-	const char *list_filter;	/* "&status=any" or "" */
+	const char *list_filter;	/* REST: "&status=any" or "" */
+	const char *gid_type;		/* GraphQL: gid://shopify/{gid_type}/{id} */
+	const char *query;			/* GraphQL: one object by id */
+	const char *list_query;		/* GraphQL: one page of the listing */
 } ShopifyType;
 
 static const ShopifyType shopify_types[] = {
 	{{"order", "orders", "$.order", "$.orders[*]", "$.financial_status", "$.updated_at", false},
-	"&status=any"},
-	{{"product", "products", "$.product", "$.products[*]", "$.status", "$.updated_at", false}, ""},
-	{{"customer", "customers", "$.customer", "$.customers[*]", "$.state", "$.updated_at", false}, ""},
+	"&status=any", "Order", SHOPIFY_GQL_ORDER_QUERY, SHOPIFY_GQL_ORDERS_QUERY},
+	{{"product", "products", "$.product", "$.products[*]", "$.status", "$.updated_at", false},
+	"", "Product", SHOPIFY_GQL_PRODUCT_QUERY, SHOPIFY_GQL_PRODUCTS_QUERY},
+	{{"customer", "customers", "$.customer", "$.customers[*]", "$.state", "$.updated_at", false},
+	"", "Customer", SHOPIFY_GQL_CUSTOMER_QUERY, SHOPIFY_GQL_CUSTOMERS_QUERY},
 };
 
 static const ShopifyType *
@@ -44,11 +77,35 @@ shopify_type(const char *object_type)
 	return NULL;
 }
 
+/* true: GraphQL (the default); false: REST.  Unknown values have no read API. */
+static bool
+use_graphql(const WiSource *src, bool *known)
+{
+	*known = true;
+	if (src->api == NULL || strcmp(src->api, "graphql") == 0)
+		return true;
+	if (strcmp(src->api, "rest") == 0)
+		return false;
+	*known = false;
+	return false;
+}
+
 static bool
 shopify_type_map(const WiSource *src, const char *object_type, WiTypeMap *out)
 {
 	const ShopifyType *t = shopify_type(object_type);
+	bool		known;
 
+	(void) use_graphql(src, &known);
+	if (!known)
+	{
+		ereport(WARNING,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("source \"%s\" names an unknown Shopify API \"%s\"", src->name, src->api),
+				 errdetail("Its objects are treated as having no read API."),
+				 errhint("Set settings.api to \"graphql\" (the default) or \"rest\".")));
+		return false;
+	}
 	if (t == NULL)
 		return false;
 	*out = t->map;
@@ -62,8 +119,18 @@ api_version(const WiSource *src)
 }
 
 static char *
+graphql_url(const WiSource *src)
+{
+	return psprintf("%s/admin/api/%s/graphql.json", src->api_base, wi_url_escape(api_version(src)));
+}
+
+static char *
 shopify_object_url(const WiSource *src, const WiTypeMap *t, const char *object_id)
 {
+	bool		known;
+
+	if (use_graphql(src, &known))
+		return graphql_url(src);
 	return psprintf("%s/admin/api/%s/%s/%s.json", src->api_base, wi_url_escape(api_version(src)),
 					t->collection, wi_url_escape(object_id));
 }
@@ -72,8 +139,12 @@ static char *
 shopify_list_url(const WiSource *src, const WiTypeMap *t, int64 since_epoch, const char *cursor)
 {
 	const ShopifyType *st = shopify_type(t->object_type);
+	bool		known;
 
-	/* later pages come from the Link header only */
+	/* GraphQL: every page is a POST to the one endpoint, the cursor in its body */
+	if (use_graphql(src, &known))
+		return graphql_url(src);
+	/* REST: later pages come from the Link header only */
 	if (cursor != NULL)
 		return NULL;
 	if (since_epoch == WI_LIST_ALL)
@@ -90,6 +161,193 @@ shopify_auth_header(const WiSource *src)
 	return src->api_token ? psprintf("X-Shopify-Access-Token: %s", src->api_token) : NULL;
 }
 
+/*
+ * {"query": ..., "variables": {"id": "gid://shopify/Order/{id}"}}.  The
+ * mirror keys Shopify objects by their numeric id (the payload's id); an id
+ * that is already a gid is sent as it is.
+ */
+static char *
+shopify_object_body(const WiSource *src, const WiTypeMap *t, const char *object_id)
+{
+	const ShopifyType *st = shopify_type(t->object_type);
+	StringInfoData b;
+	bool		known;
+
+	if (!use_graphql(src, &known) || st == NULL)
+		return NULL;
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"query\":");
+	escape_json(&b, st->query);
+	appendStringInfoString(&b, ",\"variables\":{\"id\":");
+	escape_json(&b, strncmp(object_id, "gid://", 6) == 0 ? object_id
+				: psprintf("gid://shopify/%s/%s", st->gid_type, object_id));
+	appendStringInfoString(&b, "}}");
+	return b.data;
+}
+
+static char *
+shopify_list_body(const WiSource *src, const WiTypeMap *t, int64 since_epoch, const char *cursor)
+{
+	const ShopifyType *st = shopify_type(t->object_type);
+	StringInfoData b;
+	bool		known;
+
+	if (!use_graphql(src, &known) || st == NULL)
+		return NULL;
+	if (cursor == NULL && since_epoch == WI_LIST_ALL && strcmp(t->object_type, "order") == 0)
+		ereport(LOG,
+				(errmsg("webhook_inbox: a full sweep of source \"%s\" lists only the orders Shopify lets the app see",
+						src->name),
+				 errdetail("Orders older than %d days are listed only to an app with the read_all_orders scope; "
+						   "without it they are neither compared nor repaired.",
+						   SHOPIFY_ORDERS_WINDOW_DAYS)));
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"query\":");
+	escape_json(&b, st->list_query);
+	appendStringInfo(&b, ",\"variables\":{\"first\":%d,\"after\":", SHOPIFY_GQL_PAGE_SIZE);
+	if (cursor)
+		escape_json(&b, cursor);
+	else
+		appendStringInfoString(&b, "null");
+	appendStringInfoString(&b, ",\"query\":");
+	if (since_epoch == WI_LIST_ALL)
+		appendStringInfoString(&b, "null");
+	else
+		escape_json(&b, psprintf("updated_at:>='%s'", wi_iso_time(since_epoch)));
+	appendStringInfoString(&b, "}}");
+	return b.data;
+}
+
+/* ---------- reading a GraphQL answer (no transaction: jsonb in C only) ---------- */
+
+/* Member key of the object v, or NULL. */
+static JsonbValue *
+member(JsonbValue *v, const char *key)
+{
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		return NULL;
+	return getKeyJsonValueFromContainer(v->val.binary.data, key, strlen(key), NULL);
+}
+
+static double
+number_or(JsonbValue *v, double dflt)
+{
+	if (v == NULL || v->type != jbvNumeric)
+		return dflt;
+	return DatumGetFloat8(DirectFunctionCall1(numeric_float8_no_overflow,
+											  NumericGetDatum(v->val.numeric)));
+}
+
+static char *
+string_or_null(JsonbValue *v)
+{
+	if (v == NULL || v->type != jbvString)
+		return NULL;
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/*
+ * What a 200 from graphql.json says: the cost extension (on every answer,
+ * errors included) paces the source when its budget is below what this
+ * query cost; the first error's extensions.code decides (THROTTLED: 429,
+ * deferred until the budget has refilled; INTERNAL_SERVER_ERROR: 500,
+ * retried; ACCESS_DENIED: 403, refused; anything else, an unknown field
+ * among them: 400, unusable); a null object is 404, gone once confirmed.
+ * A listing's pageInfo gives the next page's cursor.
+ */
+static void
+shopify_read_answer(const WiSource *src, const WiTypeMap *t, WiHttpRequest *req)
+{
+	bool		known;
+	Jsonb	   *doc;
+	JsonbValue	root;
+	JsonbValue *cost;
+	JsonbValue *ts;
+	JsonbValue *errors;
+	JsonbValue *data;
+	double		requested,
+				available,
+				restore;
+
+	if (!use_graphql(src, &known) || req->status != 200 || req->body.data == NULL)
+		return;
+	doc = wi_jsonb_fast(req->body.data, req->body.len);
+	if (doc == NULL || !JB_ROOT_IS_OBJECT(doc))
+		return;					/* the save finds it unreadable */
+	root.type = jbvBinary;
+	root.val.binary.data = &doc->root;
+	root.val.binary.len = VARSIZE(doc) - VARHDRSZ;
+
+	cost = member(member(&root, "extensions"), "cost");
+	ts = member(cost, "throttleStatus");
+	requested = number_or(member(cost, "requestedQueryCost"), 0);
+	available = number_or(member(ts, "currentlyAvailable"), -1);
+	restore = number_or(member(ts, "restoreRate"), 0);
+	if (available >= 0 && restore > 0 && available < requested)
+		req->pace_s = (requested - available) / restore;
+
+	errors = member(&root, "errors");
+	if (errors != NULL && errors->type == jbvBinary && JsonContainerIsArray(errors->val.binary.data) &&
+		JsonContainerSize(errors->val.binary.data) > 0)
+	{
+		JsonbValue *first = getIthJsonbValueFromContainer(errors->val.binary.data, 0);
+		char	   *code = string_or_null(member(member(first, "extensions"), "code"));
+		char	   *message = string_or_null(member(first, "message"));
+
+		if (message != NULL && strlen(message) > 200)
+			message[200] = '\0';
+		req->error = psprintf("graphql %s: %s", code ? code : "error", message ? message : "(no message)");
+		if (code != NULL && strcmp(code, "THROTTLED") == 0)
+		{
+			req->status = 429;
+			req->retry_after_s = (restore > 0 && requested > available)
+				? (int64) ceil((requested - Max(available, 0)) / restore) : 1;
+			req->retry_after_s = Max(req->retry_after_s, 1);
+		}
+		else if (code != NULL && strcmp(code, "INTERNAL_SERVER_ERROR") == 0)
+			req->status = 500;
+		else if (code != NULL && strcmp(code, "ACCESS_DENIED") == 0)
+			req->status = 403;
+		else
+			req->status = 400;
+		return;
+	}
+	data = member(&root, "data");
+	if (data == NULL || data->type != jbvBinary)
+	{
+		req->status = 400;
+		req->error = pstrdup("graphql: the answer has neither data nor errors");
+		return;
+	}
+	{
+		JsonbValue *one = member(data, t->object_type);
+		JsonbValue *list = member(data, t->collection);
+
+		if (one != NULL && one->type == jbvNull)
+		{
+			req->status = 404;
+			req->error = psprintf("graphql: %s is null", t->object_type);
+		}
+		else if (list != NULL)
+		{
+			JsonbValue *page = member(list, "pageInfo");
+			JsonbValue *more = member(page, "hasNextPage");
+
+			if (more != NULL && more->type == jbvBool && more->val.boolean)
+				req->next_cursor = string_or_null(member(page, "endCursor"));
+		}
+	}
+}
+
+static const char *
+shopify_answer_shape(const WiSource *src)
+{
+	bool		known;
+
+	return use_graphql(src, &known) ? "webhook_inbox.shopify_rest_answer" : NULL;
+}
+
 const WiAdapter wi_adapter_shopify = {
-	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0
+	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0,
+	shopify_object_body, shopify_list_body, shopify_read_answer, shopify_answer_shape
 };

@@ -31,6 +31,8 @@ for my $m (1 .. 3)
 		"shop$m:shpss_shuffle$m", ($m == 1 ? ('--record', $rec) : ()));
 	add_source($node, "acct$m", 'stripe', "whsec_shuffle$m", $sim{$m}{url});
 	add_source($node, "shop$m", 'shopify', "shpss_shuffle$m", $sim{$m}{url});
+	# the REST Admin API (GraphQL, the default, has its test of its own)
+	$node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET settings = settings || '{\"api\": \"rest\"}' WHERE name = 'shop$m'");
 }
 my $truth = sim_truth($sim{1});
 my %types;

@@ -25,6 +25,8 @@ my $sim = start_sim('--seed', '7', '--objects', '60', '--events', '400', '--stri
 	'--shopify', 'shop:shpss_f');
 add_source($node, 'acct', 'stripe', 'whsec_f', $sim->{url});
 add_source($node, 'shop', 'shopify', 'shpss_f', $sim->{url});
+# the REST Admin API (GraphQL, the default, has its test of its own)
+$node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET settings = settings || '{\"api\": \"rest\"}' WHERE name = 'shop'");
 
 my $truth = sim_truth($sim);
 my @subs = map { $_->{id} } grep { $_->{type} eq 'subscription' && !$_->{deleted} } @{ $truth->{objects} };

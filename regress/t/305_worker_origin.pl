@@ -41,7 +41,7 @@ sub answer_with_next
 
 $node->safe_psql('postgres', qq{
 	SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_o', api_base => '$api->{url}',
-		api_token => 'shpat_secret_token')});
+		api_token => 'shpat_secret_token', settings => '{"api": "rest"}')});
 my $path = '/admin/api/2024-10/orders.json?page_info=p2&limit=250';
 my ($api_port) = $api->{url} =~ /:(\d+)$/;
 my ($near_port) = $near->{url} =~ /:(\d+)$/;

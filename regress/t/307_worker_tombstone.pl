@@ -21,7 +21,7 @@ webhook_inbox.tombstone_confirm_delay = 3s
 });
 my $sim = start_sim('--seed', '9', '--objects', '40', '--events', '100', '--shopify', 'shop:shpss_t');
 $node->safe_psql('postgres', "SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_t', "
-	  . "api_base => '$sim->{url}', settings => '{\"api_version\": \"2025-10\"}')");
+	  . "api_base => '$sim->{url}', settings => '{\"api_version\": \"2025-10\", \"api\": \"rest\"}')");
 my $truth = sim_truth($sim);
 my @orders = grep { $_->{type} eq 'order' && !$_->{deleted} } @{ $truth->{objects} };
 cmp_ok(scalar @orders, '>=', 3, 'three live orders in the scenario');

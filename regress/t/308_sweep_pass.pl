@@ -26,7 +26,8 @@ print $fh $json->encode({ status => 200,
 close $fh;
 my $api = start_sink(reply => $reply);
 $node->safe_psql('postgres', qq{
-	SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_p', api_base => '$api->{url}', api_token => 'shpat_p')});
+	SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_p', api_base => '$api->{url}', api_token => 'shpat_p',
+		settings => '{"api": "rest"}')});
 
 sub run_row
 {
@@ -47,7 +48,8 @@ my ($since) = ($first // '') =~ /updated_at_min=([0-9T:%A-Z-]+)/;
 $since =~ s/%3A/:/g if defined $since;
 my $days = $node->safe_psql('postgres', "SELECT round(extract(epoch FROM now() - '$since'::timestamptz) / 86400)");
 is($days, 30, "the first pass listed from 30 days back ($since), not from 1970");
-$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('shop2', 'shopify', 'shpss_p', api_base => '$api->{url}')");
+$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('shop2', 'shopify', 'shpss_p', api_base => '$api->{url}', "
+	  . "settings => '{\"api\": \"rest\"}')");
 my $n = scalar sink_requests($api);
 $node->safe_psql('postgres', "SET webhook_inbox.sweep_lookback = '2d'; SELECT 1 FROM webhook_inbox.sweep_now('shop2', 'order', 'incremental')");
 my ($second) = map { $_->{path} } (sink_requests($api))[$n];
@@ -83,7 +85,8 @@ is($node->safe_psql('postgres', "SELECT status || '|' || version::bigint FROM we
 
 # --- memory: a pass over many pages holds one page at a time
 my $sim = start_sim('--seed', '4', '--objects', '1500', '--events', '1500', '--shopify', 'big:shpss_b');
-$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('big', 'shopify', 'shpss_b', api_base => '$sim->{url}')");
+$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('big', 'shopify', 'shpss_b', api_base => '$sim->{url}', "
+	  . "settings => '{\"api\": \"rest\"}')");
 my ($ret, $out, $err) = $node->psql('postgres',
 	"SET client_min_messages = debug1; SELECT status FROM webhook_inbox.sweep_now('big', 'order', 'full')");
 my @held = $err =~ /sweep run \d+ page \d+ done, (\d+) bytes held/g;

@@ -429,6 +429,13 @@ VALUES
 	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, NULL, 110, true),
 	('shopify', 'app/uninstalled', 'ignore', 'ignore', NULL, NULL,
 	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100, true),
+	/* the mandatory compliance webhooks: recorded once, and carried out by the shopify_compliance trigger */
+	('shopify', 'customers/redact', 'occurrence', 'occurrence', 'customers/redact', NULL,
+	 '$.customer.id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 120, true),
+	('shopify', 'customers/data_request', 'occurrence', 'occurrence', 'customers/data_request', NULL,
+	 '$.data_request.id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 120, true),
+	('shopify', 'shop/redact', 'occurrence', 'occurrence', 'shop/redact', NULL,
+	 '$.shop_id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100, true),
 	/* GitHub: issues and pull requests carry updated_at; pushes happen once */
 	('github', 'issues*', 'state', 'version', 'issue', NULL,
 	 '$.issue.id', '$.issue.updated_at', '$.issue.state', '$.issue.updated_at', NULL, NULL, NULL, false, NULL, 100, true),
@@ -657,3 +664,45 @@ CREATE TABLE @extschema@.tenant_credentials (
 );
 REVOKE ALL ON @extschema@.tenant_credentials FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.tenant_credentials', '');
+
+-- Shopify's mandatory compliance webhooks: what customers/redact and
+-- shop/redact erased (redactions), and customers/data_request as a queue
+-- for operations (data_requests), carried out when the worker records the
+-- webhook as an occurrence.  The trigger needs its function here; the
+-- fragments then re-create it with its body.
+CREATE TABLE @extschema@.redactions (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL,
+	topic			text NOT NULL
+		CONSTRAINT redactions_topic_check CHECK (topic IN ('customers/redact', 'shop/redact')),
+	request_event	bigint,
+	shop_domain		text,
+	customer_id		text,
+	orders			text[] NOT NULL DEFAULT '{}',
+	inbox_rows		integer NOT NULL,
+	objects			integer NOT NULL,
+	occurrences		integer NOT NULL,
+	erased_at		timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE @extschema@.data_requests (
+	id				bigserial PRIMARY KEY,
+	source_id		integer NOT NULL,
+	request_event	bigint,
+	shop_domain		text,
+	customer_id		text,
+	data_request_id	text,
+	orders_requested text[] NOT NULL DEFAULT '{}',
+	held			jsonb NOT NULL,
+	requested_at	timestamptz NOT NULL DEFAULT now(),
+	resolved_at		timestamptz,
+	note			text
+);
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.redactions', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.redactions_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.data_requests', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.data_requests_id_seq', '');
+CREATE FUNCTION @extschema@._shopify_compliance() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER shopify_compliance AFTER INSERT ON @extschema@.occurrences
+	FOR EACH ROW WHEN (NEW.kind IN ('customers/redact', 'shop/redact', 'customers/data_request'))
+	EXECUTE FUNCTION @extschema@._shopify_compliance();
