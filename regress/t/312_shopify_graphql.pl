@@ -1,5 +1,5 @@
 
-# 309_shopify_graphql.pl
+# 312_shopify_graphql.pl
 #	Shopify through the GraphQL Admin API (the default): on two seeds, one
 #	recorded order stream is replayed through the receiver shuffled and
 #	doubled into sources that fetch every order on notify (order(id:)),
