@@ -39,7 +39,11 @@ typedef struct WiSource
 	char	   *types;			/* comma-separated types with a read API */
 	char	   *repo;			/* github: owner/name */
 	char	   *api_version;	/* shopify: Admin API version, NULL: the default */
+	char	   *stripe_version; /* stripe: the Stripe-Version every request pins */
 } WiSource;
+
+/* Headers a request carries besides Accept and the source's auth. */
+#define WI_MAX_SCOPE_HEADERS 2
 
 /*
  * How one mirror object type is read from a provider: where its objects
@@ -79,6 +83,7 @@ typedef struct WiAdapter
 							 const char *cursor);
 	char	   *(*auth_header) (const WiSource *src);	/* "Name: value" or NULL */
 
+
 	/*
 	 * The provider's "what happened since" events list for the type, or NULL
 	 * (then the incremental layer lists changed objects with list_url).  Its
@@ -87,6 +92,18 @@ typedef struct WiAdapter
 	char	   *(*events_url) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
 							   const char *cursor);
 	int64		events_window_s;	/* how long the provider keeps events */
+
+	/*
+	 * The headers that scope a request to a tenant of the source (Stripe:
+	 * Stripe-Account or Stripe-Context, and Stripe-Version on every request)
+	 * into out[0..WI_MAX_SCOPE_HEADERS-1], NULL-terminated.  tenant is ""
+	 * for the source's own account; context is the tenant's Stripe context
+	 * or NULL.  Returns whether the headers carry the tenant's credentials:
+	 * false for a tenant this adapter cannot read for (its 404 then never
+	 * tombstones).  NULL: the adapter has no tenants.
+	 */
+	bool		(*scope_headers) (const WiSource *src, const char *tenant, const char *context,
+								  char **out);
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;
@@ -107,6 +124,10 @@ typedef struct WiHttpRequest
 	/* set by the caller */
 	char	   *url;
 	char	   *auth;			/* "Name: value" or NULL */
+	char	   *scope[WI_MAX_SCOPE_HEADERS + 1];	/* NULL-terminated; see
+													 * wi_request_scope() */
+	const char *credentials;	/* the tenant whose credentials it carries
+								 * ("": the source's own account) */
 	int32		source_id;		/* for rate limits */
 	const char *origin;			/* the source's api_base: the only scheme,
 								 * host and port url may name */
@@ -138,6 +159,8 @@ typedef enum WiHttpGate
 typedef WiHttpGate (*wi_http_gate_fn) (WiHttpRequest *req, void *arg);
 typedef void (*wi_http_done_fn) (WiHttpRequest *req, void *arg);
 
+extern void wi_request_scope(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *src,
+							 const char *tenant, const char *context);
 extern void wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
 								 const char *origin, void *arg);
 extern char *wi_http_refusal(const char *url, const char *origin, void **parsed);

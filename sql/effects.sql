@@ -51,12 +51,13 @@ CREATE TABLE @extschema@.effects (
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	uncertain_since timestamptz,
 	lookup_cursor	text,
+	tenant			text NOT NULL DEFAULT '',
 	CONSTRAINT effects_http_check CHECK (kind <> 'http' OR (source_id IS NOT NULL
 		AND request ? 'method' AND request ? 'path'))
 );
 CREATE INDEX effects_due_idx ON @extschema@.effects (next_attempt_at)
 	WHERE status IN ('pending', 'submitting', 'uncertain');
-CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, object_type, object_id);
+CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, tenant, object_type, object_id);
 COMMENT ON TABLE @extschema@.effects IS
 	'Approved operations, one per effect_key, with their exact request and a stable idempotency key. States: pending, submitting, done, failed (a definitive rejection), uncertain (sent, outcome unknown), quarantined (a person decides).';
 COMMENT ON COLUMN @extschema@.effects.lookup_cursor IS
@@ -154,9 +155,9 @@ COMMENT ON FUNCTION @extschema@._effect_fill(jsonb, jsonb, boolean) IS
 CREATE FUNCTION @extschema@._fire_effects() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, object_type, object_id, transition_id,
+	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, tenant, object_type, object_id, transition_id,
 									   rule_id, request, idempotency_key, owner)
-	SELECT k.key, r.kind, t.source_id, t.object_type, t.object_id, t.id, r.id,
+	SELECT k.key, r.kind, t.source_id, t.tenant, t.object_type, t.object_id, t.id, r.id,
 		   webhook_inbox._effect_fill(r.request,
 									  jsonb_build_object('object_id', t.object_id, 'object_type', t.object_type,
 														 'from', coalesce(t.from_status, ''), 'to', t.to_status),

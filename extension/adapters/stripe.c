@@ -134,7 +134,31 @@ stripe_auth_header(const WiSource *src)
 	return src->api_token ? psprintf("Authorization: Bearer %s", src->api_token) : NULL;
 }
 
+/*
+ * A connected account's objects, lists and events are read with the
+ * platform's key and Stripe-Account naming the account, or Stripe-Context
+ * when the account's events carried a context (it supersedes
+ * Stripe-Account; stripe-node refuses to send both, utils.js "Can't
+ * specify both stripeAccount and stripeContext").  Every request pins the
+ * source's Stripe-Version.
+ */
+static bool
+stripe_scope_headers(const WiSource *src, const char *tenant, const char *context, char **out)
+{
+	int			n = 0;
+
+	if (src->stripe_version != NULL && src->stripe_version[0] != '\0')
+		out[n++] = psprintf("Stripe-Version: %s", src->stripe_version);
+	if (tenant[0] == '\0')
+		return true;
+	if (context != NULL && context[0] != '\0')
+		out[n++] = psprintf("Stripe-Context: %s", context);
+	else
+		out[n++] = psprintf("Stripe-Account: %s", tenant);
+	return true;
+}
+
 const WiAdapter wi_adapter_stripe = {
 	"stripe", stripe_type_map, stripe_object_url, stripe_list_url, stripe_auth_header,
-	stripe_events_url, STRIPE_EVENTS_WINDOW_S
+	stripe_events_url, STRIPE_EVENTS_WINDOW_S, stripe_scope_headers
 };
