@@ -104,6 +104,12 @@ typedef struct WiAdapter
 	 */
 	bool		(*scope_headers) (const WiSource *src, const char *tenant, const char *context,
 								  char **out);
+
+	/*
+	 * The provider's list of the source's tenants, first page when cursor
+	 * is NULL, then after the last id listed; NULL: no such list.
+	 */
+	char	   *(*tenants_url) (const WiSource *src, const char *cursor);
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;

@@ -685,6 +685,8 @@ wi_sweep_due(const WiSteps *steps)
 		now - last_check < USECS_PER_SEC)
 		return;
 	last_check = now;
+	/* the tenants first, so that a tenant the provider lists is swept too */
+	wi_tenants_due(steps);
 	if (wi_step_run(steps, targets_step, &tg) != NULL)
 		return;
 	for (int i = 0; i < tg.n && !wi_steps_stopping(steps); i++)

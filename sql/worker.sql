@@ -1139,6 +1139,56 @@ $$;
 COMMENT ON FUNCTION @extschema@._sweep_targets(interval, interval) IS
 	'The (source, object type, layer, tenant) passes due for a scheduled sweep: incremental every sweep_interval, full every full_sweep_interval, for the source''s own account and for each of its active tenants, each on its own schedule (one tenant''s failed pass holds back no other).';
 
+CREATE FUNCTION @extschema@._tenants_listed(p_source_id integer, p_body text,
+	OUT listed integer, OUT has_more boolean, OUT last_id text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	doc jsonb;
+BEGIN
+	BEGIN
+		doc := p_body::jsonb;
+	EXCEPTION WHEN others THEN
+		RAISE EXCEPTION 'the list of tenants is not JSON' USING ERRCODE = 'invalid_text_representation';
+	END;
+	IF jsonb_typeof(doc -> 'data') IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'the list of tenants has no data array' USING ERRCODE = 'invalid_text_representation';
+	END IF;
+	has_more := coalesce(doc ->> 'has_more', 'false') = 'true';
+	last_id := webhook_inbox._scalar_text(doc -> 'data' -> -1 -> 'id');
+	/* ids as a provider sends them: a string of 1 to 255 bytes without control characters */
+	INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, discovered_by)
+	SELECT DISTINCT p_source_id, a ->> 'id', 'list'
+	  FROM jsonb_array_elements(doc -> 'data') a
+	 WHERE jsonb_typeof(a -> 'id') = 'string' AND octet_length(a ->> 'id') BETWEEN 1 AND 255
+	   AND a ->> 'id' !~ '[[:cntrl:]]'
+	 ORDER BY 2
+	ON CONFLICT (source_id, tenant) DO UPDATE SET last_seen = now();
+	GET DIAGNOSTICS listed = ROW_COUNT;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._tenants_listed(integer, text) IS
+	'Registers the tenants of one page of a provider''s list of them (Stripe GET /v1/accounts), as discovered by the list, and returns how many it named and the paging facts.';
+
+CREATE FUNCTION @extschema@._tenant_listers()
+RETURNS SETOF integer
+LANGUAGE sql STABLE AS $$
+	/* Stripe sources that are, or say they are, Connect platforms */
+	SELECT s.id FROM webhook_inbox.sources s
+	 WHERE s.kind = 'stripe' AND s.enabled AND s.api_base IS NOT NULL AND s.flagged IS NULL
+	   AND (s.settings ->> 'connect' = 'true'
+			OR EXISTS (SELECT 1 FROM webhook_inbox.tenants t WHERE t.source_id = s.id))
+	 ORDER BY s.id
+$$;
+COMMENT ON FUNCTION @extschema@._tenant_listers() IS
+	'The sources whose tenants the worker lists from the provider: Stripe sources with settings connect: true or with tenants known from deliveries.';
+
+CREATE FUNCTION @extschema@.discover_tenants(source text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'wi_discover_tenants'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.discover_tenants(text) IS
+	'Lists a source''s tenants from the provider now (Stripe: GET /v1/accounts with the platform''s key, every page) and registers them; returns how many were listed. The worker does this by itself once per webhook_inbox.sweep_interval.';
+
 CREATE FUNCTION @extschema@._sweep_begin(p_source_id integer, p_object_type text, p_trigger text,
 	p_overlap interval, p_layer text, p_events_window interval, p_tenant text DEFAULT '',
 	OUT run_id bigint, OUT since_epoch bigint)

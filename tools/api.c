@@ -412,6 +412,24 @@ count_request(sim_api *api, struct evhttp_request *req, const char *path)
 			rest = path + 5 + n;
 		break;
 	}
+	if (starts_with(path, "/v1/"))
+	{
+		/* whose credentials each Stripe request carried: Stripe-Account, Stripe-Context or the platform's */
+		struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+		const char *acct = evhttp_find_header(in, "Stripe-Account");
+		const char *ctx = evhttp_find_header(in, "Stripe-Context");
+		sbuf		k;
+
+		sb_init(&k);
+		if (acct)
+			sb_puts(&k, acct);
+		else if (ctx)
+			sb_printf(&k, "context:%s", ctx);
+		else
+			sb_puts(&k, "platform");
+		count(&api->scopes, k.data);
+		sb_free(&k);
+	}
 	if (rest == NULL)
 		return;
 	if (*rest && method == EVHTTP_REQ_GET)
@@ -550,6 +568,8 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		first = 0;
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
+		sb_puts(&b, ",\"tenant\":");
+		sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 		sb_printf(&b, ",\"type\":\"%s\",\"id\":\"%s\",\"status\":", obj_type_name(o->type), o->id);
 		if (st)
 			sb_printf(&b, "\"%s\"", st);
@@ -575,6 +595,8 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		first = 0;
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
+		sb_puts(&b, ",\"tenant\":");
+		sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 		sb_printf(&b, ",\"kind\":\"%s\",\"id\":\"%s\",\"amount\":%lld,\"currency\":\"%s\"}",
 				  obj_type_name(o->type), o->id, (long long) o->amount, currency_name(o));
 	}
@@ -613,6 +635,8 @@ handle_counters(sim_api *api, struct evhttp_request *req)
 	render_counts(&b, &api->fetches);
 	sb_printf(&b, ",\"lists\":%ld,\"faulted\":%ld,\"effects\":", api->lists, api->faulted);
 	render_counts(&b, &api->effects);
+	sb_puts(&b, ",\"scopes\":");
+	render_counts(&b, &api->scopes);
 	sb_putc(&b, '}');
 	api_reply(req, 200, b.data);
 	sb_free(&b);
@@ -752,6 +776,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 	else if (strcmp(path, "/_sim/counters/reset") == 0 && method == EVHTTP_REQ_POST)
 	{
 		idmap_free(&api->fetches);
+		idmap_free(&api->scopes);
 		idmap_free(&api->effects);
 		api->lists = 0;
 		api->faulted = 0;
@@ -999,6 +1024,7 @@ api_stop(sim_api *api)
 	if (api->request_log)
 		fclose(api->request_log);
 	idmap_free(&api->fetches);
+	idmap_free(&api->scopes);
 	idmap_free(&api->effects);
 	idmap_free(&api->idem_index);
 	free(api->api_token);

@@ -56,6 +56,7 @@ struct sim_api
 	long		faulted;
 
 	id_map		fetches;		/* id -> count */
+	id_map		scopes;			/* Stripe: account a /v1/ request named ("" none) -> count */
 	long		lists;
 	id_map		effects;		/* idempotency key -> submissions */
 	id_map		idem_index;		/* idempotency key -> index in idem */

@@ -42,6 +42,7 @@ typedef struct serve_opts
 	int			concurrency;
 	double		rate;
 	double		thin_share;
+	int			connect_accounts;	/* Stripe Connect: accounts owning the objects */
 	unsigned	types;
 	const char *repo;			/* GitHub owner/name */
 	int64_t		epoch;			/* INT64_MIN: now */
@@ -96,6 +97,8 @@ serve_help(void)
 		 "  --epoch now|SECONDS      start of the scenario's clock (default now)\n"
 		 "  --standard NAME:SECRET   Standard Webhooks source: takes the subscription events\n"
 		 "  --thin-share P           share of Stripe subscription events sent as thin events (default 0)\n"
+		 "  --connect-accounts N     Stripe Connect: N connected accounts own the Stripe objects, each\n"
+		 "                           readable only under its Stripe-Account (default 0: the platform's)\n"
 		 "  --record FILE            write the event stream as JSONL (same seed => same bytes)\n"
 		 "\n"
 		 "Delivery (only with --deliver-to):\n"
@@ -315,6 +318,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"concurrency", required_argument, NULL, 9},
 		{"rate", required_argument, NULL, 10},
 		{"thin-share", required_argument, NULL, 11},
+		{"connect-accounts", required_argument, NULL, 28},
 		{"retry-base-ms", required_argument, NULL, 12},
 		{"retry-max-ms", required_argument, NULL, 13},
 		{"max-attempts", required_argument, NULL, 14},
@@ -421,6 +425,10 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				}
 			case 11:
 				bad = parse_share(optarg, &o->thin_share) != 0;
+				break;
+			case 28:
+				bad = parse_int64(optarg, 0, 10000, &v) != 0;
+				o->connect_accounts = (int) v;
 				break;
 			case 12:
 				bad = parse_int64(optarg, 1, 86400000, &v) != 0;
@@ -582,6 +590,7 @@ cmd_serve(int argc, char **argv)
 	model_init(&c.model, opt.seed, opt.objects, opt.events, opt.thin_share,
 			   opt.epoch == INT64_MIN ? now_epoch() : opt.epoch, opt.types, opt.repo,
 			   c.sources, c.nsources);
+	model_set_connect(&c.model, opt.connect_accounts);
 	/* live: the clock follows real time, so Stripe's created filters work */
 	c.model.follow_wall = opt.deliver_to != NULL && opt.epoch == INT64_MIN;
 	rng_seed(&c.chaos, opt.seed ^ 0xc4a05c4a05ULL);

@@ -66,5 +66,5 @@ github_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_github = {
-	"github", github_type_map, github_object_url, github_list_url, github_auth_header, NULL, 0, NULL
+	"github", github_type_map, github_object_url, github_list_url, github_auth_header, NULL, 0, NULL, NULL
 };

@@ -91,5 +91,5 @@ shopify_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_shopify = {
-	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0, NULL
+	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0, NULL, NULL
 };
