@@ -14,7 +14,9 @@
 # account.  webhook-sim verify, comparing per tenant, must report zero
 # differences; every refund is recorded once under its account; every
 # acknowledged delivery is in the inbox; and no read went out without an
-# account.  Every request the worker made is one stripe-node declares.
+# account.  An effect for an account (a refund) is made under its
+# Stripe-Account, and the same one made as the platform finds nothing to
+# refund.  Every request the worker made is one stripe-node declares.
 #
 # Then the wrong-account 404: the platform's own event (no account) for an
 # account's subscription is read under the platform's credentials, answered
@@ -150,6 +152,49 @@ for my $seed (@seeds)
 	{
 		stop_proc($sim);
 	}
+}
+
+# An effect for an account is made as that account: a refund requested for
+# one of its PaymentIntents is created under its Stripe-Account; the same
+# request made as the platform finds no such PaymentIntent.
+{
+	my $truth = sim_truth($last_sim);
+	my %had = map { ($_->{id} => 1) } grep { $_->{kind} eq 'refund' } @{ $truth->{occurrences} };
+	my @pis = grep { $_->{type} eq 'payment_intent' && $_->{status} eq 'succeeded' } @{ $truth->{objects} };
+	my ($done_pi, $n) = (undef, 0);
+	for my $pi (@pis[0 .. ($#pis < 5 ? $#pis : 5)])
+	{
+		$n++;
+		$node->safe_psql('postgres', qq{
+			SELECT webhook_inbox.request_effect('connect-refund-$n', 'http',
+				'{"method": "POST", "path": "/v1/refunds", "body": {"payment_intent": "$pi->{id}", "amount": $n}}',
+				source => '$last_src', tenant => '$pi->{tenant}')});
+		$node->safe_psql('postgres', 'CALL webhook_inbox.run_effects()');
+		my $st = $node->safe_psql('postgres',
+			"SELECT status || ' ' || coalesce(reason, '') FROM webhook_inbox.effects WHERE effect_key = 'connect-refund-$n'");
+		diag("refund effect $n for $pi->{id} of $pi->{tenant}: $st");
+		if ($st =~ /^done/)
+		{
+			$done_pi = $pi;
+			last;
+		}
+	}
+	ok($done_pi, "a refund effect for an account's PaymentIntent was accepted under its Stripe-Account");
+	my $after = sim_truth($last_sim);
+	my @mine = grep { $_->{kind} eq 'refund' && !$had{ $_->{id} } } @{ $after->{occurrences} };
+	$had{ $_->{id} } = 1 for @mine;
+	is(join(',', map { "$_->{tenant} $_->{amount}" } @mine), $done_pi ? "$done_pi->{tenant} $n" : '-',
+		'the provider created it, and only it, in that account');
+	$node->safe_psql('postgres', qq{
+		SELECT webhook_inbox.request_effect('connect-refund-platform', 'http',
+			'{"method": "POST", "path": "/v1/refunds", "body": {"payment_intent": "$done_pi->{id}", "amount": 99}}',
+			source => '$last_src')});
+	$node->safe_psql('postgres', 'CALL webhook_inbox.run_effects()');
+	my ($st, $reason) = split /\|/, $node->safe_psql('postgres',
+		"SELECT status, coalesce(reason, '') FROM webhook_inbox.effects WHERE effect_key = 'connect-refund-platform'");
+	isnt($st, 'done', "the same refund made as the platform is not accepted ($st: $reason)");
+	is(scalar(grep { $_->{kind} eq 'refund' && !$had{ $_->{id} } } @{ sim_truth($last_sim)->{occurrences} }), 0,
+		'and created nothing');
 }
 
 # The wrong-account 404.  A live subscription of an account ...

@@ -478,3 +478,5 @@ REVOKE ALL ON @extschema@.tenants FROM PUBLIC;
 DROP FUNCTION @extschema@.claim(text, integer, interval, interval);
 DROP FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath, timestamptz);
 DROP FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval);
+-- request_effect() takes the tenant an effect is made for
+DROP FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, text, bigint, text, bigint);
