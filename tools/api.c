@@ -412,7 +412,9 @@ count_request(sim_api *api, struct evhttp_request *req, const char *path)
 			rest = path + 5 + n;
 		break;
 	}
-	if (starts_with(path, "/v1/"))
+	if (strcmp(path, "/v1/accounts") == 0 && method == EVHTTP_REQ_GET)
+		api->account_lists++;
+	else if (starts_with(path, "/v1/"))
 	{
 		/* whose credentials each Stripe request carried: Stripe-Account, Stripe-Context or the platform's */
 		struct evkeyvalq *in = evhttp_request_get_input_headers(req);
@@ -637,6 +639,7 @@ handle_counters(sim_api *api, struct evhttp_request *req)
 	render_counts(&b, &api->effects);
 	sb_puts(&b, ",\"scopes\":");
 	render_counts(&b, &api->scopes);
+	sb_printf(&b, ",\"account_lists\":%ld", api->account_lists);
 	sb_putc(&b, '}');
 	api_reply(req, 200, b.data);
 	sb_free(&b);
@@ -777,6 +780,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 	{
 		idmap_free(&api->fetches);
 		idmap_free(&api->scopes);
+		api->account_lists = 0;
 		idmap_free(&api->effects);
 		api->lists = 0;
 		api->faulted = 0;

@@ -56,7 +56,10 @@ struct sim_api
 	long		faulted;
 
 	id_map		fetches;		/* id -> count */
-	id_map		scopes;			/* Stripe: account a /v1/ request named ("" none) -> count */
+	id_map		scopes;			/* Stripe: whose credentials a /v1/ request
+								 * carried (acct_…, context:…, platform) ->
+								 * count; GET /v1/accounts apart */
+	long		account_lists;	/* GET /v1/accounts pages */
 	long		lists;
 	id_map		effects;		/* idempotency key -> submissions */
 	id_map		idem_index;		/* idempotency key -> index in idem */
