@@ -93,4 +93,18 @@ SELECT name, stripe_version FROM webhook_inbox._worker_source((SELECT id FROM we
 -- account, whose one object is a tombstone
 SELECT t.object_type, t.layer, t.tenant FROM webhook_inbox._sweep_targets('1 minute', '1 hour') t
  WHERE t.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'tn_stripe') ORDER BY 3;
+-- a tenant whose credentials are refused (403 for acct_D's read) is flagged, not its source, and is a
+-- queue row with an owner; its quarantined event is its own row; the sweep leaves it alone
+SELECT webhook_inbox.intake('tn_stripe', '{}', tn_evt('evt_d', 'sub_4', '"account":"acct_D",'));
+SELECT webhook_inbox._give_back(c.claim_token, 'auth', NULL, 0, 403)
+  FROM webhook_inbox.claim('tn', 20, '30 seconds', '0') c WHERE c.source = 'tn_stripe' AND c.tenant = 'acct_D';
+SELECT t.tenant, t.status, t.reason ~ '^the read API answered 403 at .* for this tenant: check its credentials$' AS reason_ok,
+	   s.flagged IS NULL AS source_not_flagged
+  FROM webhook_inbox.tenants t JOIN webhook_inbox.sources s ON s.id = t.source_id
+ WHERE s.name = 'tn_stripe' AND t.tenant = 'acct_D';
+SELECT queue, source, reason, owner, count, tenant FROM webhook_inbox.queues
+ WHERE source = 'tn_stripe' ORDER BY queue, tenant;
+SELECT t.tenant FROM webhook_inbox._sweep_targets('1 minute', '1 hour') t
+ WHERE t.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'tn_stripe') ORDER BY 1;
+SELECT source, object_id, status, deleted, tenant FROM webhook_inbox.mirror WHERE source = 'tn_stripe' ORDER BY tenant, object_id;
 ROLLBACK;

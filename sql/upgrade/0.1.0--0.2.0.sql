@@ -480,3 +480,10 @@ DROP FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpat
 DROP FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval);
 -- request_effect() takes the tenant an effect is made for
 DROP FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, text, bigint, text, bigint);
+-- a tenant whose credentials the provider refused is a queue of its own
+ALTER TABLE @extschema@.queue_owners DROP CONSTRAINT queue_owners_queue_check,
+	ADD CONSTRAINT queue_owners_queue_check CHECK (queue IN ('quarantined_event', 'unorderable_event',
+		'uncertain_effect', 'quarantined_effect', 'failed_sweep', 'skipped_sweep', 'flagged_source',
+		'flagged_tenant'));
+INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
+	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenants.reason)', true);
