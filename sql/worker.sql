@@ -1349,6 +1349,19 @@ BEGIN
 			  FROM jsonb_array_elements(doc -> 'data') WITH ORDINALITY AS q(e, k)
 			 WHERE jsonb_typeof(e) = 'object'
 			 ORDER BY k DESC) f;
+	/*
+	 * An event listed under a tenant's credentials is that tenant's, also
+	 * when its body does not name it (Stripe lists only the account's own
+	 * events under its Stripe-Account): the new rows are still this
+	 * transaction's, unclaimed.
+	 */
+	IF w.tenant <> '' AND cardinality(new_ids) > 0 THEN
+		UPDATE webhook_inbox.inbox i SET tenant = w.tenant
+		 WHERE i.source_id = w.source_id AND i.event_id = ANY (new_ids) AND i.tenant = '';
+		UPDATE webhook_inbox.deliveries d SET tenant = w.tenant
+		 WHERE d.source_id = w.source_id AND d.event_id = ANY (new_ids) AND d.tenant = ''
+		   AND d.delivery_id = 'sweep ' || p_run_id;
+	END IF;
 	/* the events the inbox lacked: each a repair of what it changed */
 	INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
 	SELECT p_run_id, w.source_id, i.tenant, coalesce(i.object_type, w.object_type), coalesce(i.object_id, i.event_id),

@@ -107,4 +107,15 @@ SELECT queue, source, reason, owner, count, tenant FROM webhook_inbox.queues
 SELECT t.tenant FROM webhook_inbox._sweep_targets('1 minute', '1 hour') t
  WHERE t.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'tn_stripe') ORDER BY 1;
 SELECT source, object_id, status, deleted, tenant FROM webhook_inbox.mirror WHERE source = 'tn_stripe' ORDER BY tenant, object_id;
+-- an event listed under a tenant's credentials is that tenant's, also when its body names no account
+SELECT e.events_listed, e.events_fed
+  FROM webhook_inbox._sweep_begin((SELECT id FROM webhook_inbox.sources WHERE name = 'tn_stripe'), 'subscription',
+		'manual', '1 minute', 'incremental', '30 days', 'acct_E') b,
+	   webhook_inbox._sweep_events(b.run_id, '{"object":"list","has_more":false,"data":['
+			|| convert_from(tn_evt('evt_e', 'sub_5', ''), 'UTF8') || ']}') e;
+SELECT i.event_id, i.tenant, d.tenant AS audit_tenant, r.tenant AS repair_tenant
+  FROM webhook_inbox.inbox i
+  JOIN webhook_inbox.deliveries d ON d.source_id = i.source_id AND d.event_id = i.event_id
+  JOIN webhook_inbox.repairs r ON r.source_id = i.source_id AND r.after ->> 'event' = i.event_id
+ WHERE i.event_id = 'evt_e';
 ROLLBACK;
