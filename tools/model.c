@@ -855,6 +855,8 @@ emit_event(sim_model *m, long k, const char *type)
 	sb_init(&obj);
 	sb_init(&b);
 	ev->source = o->source;
+	snprintf(ev->account, sizeof(ev->account), "%s",
+			 model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 	ev->object_type = obj_type_name(o->type);
 	snprintf(ev->object_id, sizeof(ev->object_id), "%s", o->id);
 	iso_time(m->clock, 1, iso, sizeof(iso));

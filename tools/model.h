@@ -100,6 +100,7 @@ typedef struct sim_event
 	char		type[64];		/* Stripe type, Shopify topic, … */
 	const char *object_type;	/* subscription, payment_intent, order, … */
 	char		object_id[SIM_ID_LEN];
+	char		account[32];	/* Stripe Connect: the object's account, or "" */
 	hdr_list	headers;		/* provider headers, signatures excluded */
 	char	   *body;
 	size_t		body_len;

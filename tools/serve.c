@@ -70,6 +70,7 @@ typedef struct serve_ctx
 	long		generated;
 	long		dropped;
 	id_map		dropped_by;		/* event type -> dropped deliveries */
+	id_map		dropped_accounts;	/* Connect: account -> dropped deliveries */
 	long		duplicated;
 	int			gen_done;
 	int			reported;
@@ -167,7 +168,24 @@ render_status(void *arg, sbuf *out)
 		sb_json_str(out, c->dropped_by.keys[i]);
 		sb_printf(out, ":%ld", c->dropped_by.vals[i]);
 	}
-	sb_printf(out, "},\"done\":%s}", done ? "true" : "false");
+	sb_putc(out, '}');
+	if (c->opt->connect_accounts > 0)
+	{
+		first = 1;
+		sb_puts(out, ",\"dropped_accounts\":{");
+		for (i = 0; i < c->dropped_accounts.cap; i++)
+		{
+			if (c->dropped_accounts.keys[i] == NULL)
+				continue;
+			if (!first)
+				sb_putc(out, ',');
+			first = 0;
+			sb_json_str(out, c->dropped_accounts.keys[i]);
+			sb_printf(out, ":%ld", c->dropped_accounts.vals[i]);
+		}
+		sb_putc(out, '}');
+	}
+	sb_printf(out, ",\"done\":%s}", done ? "true" : "false");
 }
 
 /* Print the status line once, when generation and delivery are finished. */
@@ -214,6 +232,11 @@ emit(serve_ctx *c, sim_event *ev)
 
 			c->dropped++;
 			idmap_put(&c->dropped_by, ev->type, n < 0 ? 1 : n + 1);
+			if (ev->account[0] != '\0')
+			{
+				n = idmap_get(&c->dropped_accounts, ev->account);
+				idmap_put(&c->dropped_accounts, ev->account, n < 0 ? 1 : n + 1);
+			}
 		}
 		else
 		{
@@ -678,6 +701,7 @@ err:
 		event_base_free(c.base);
 	model_free(&c.model);
 	idmap_free(&c.dropped_by);
+	idmap_free(&c.dropped_accounts);
 	for (i = 0; i < c.nsources; i++)
 		source_free(&c.sources[i]);
 	return rc;
