@@ -2,8 +2,10 @@
  * claim.c
  *		webhook_inbox.claim(worker, max_objects, lease): hand out work by object.
  *
- * A claim covers one object and every event of it that is due, so that a
- * burst of fifty events for one subscription costs one fetch.  At most one
+ * A claim covers one object, (source, tenant, object type, object id), and
+ * every event of it that is due, so that a burst of fifty events for one
+ * subscription costs one fetch; the same id under two tenants is two
+ * objects, with two leases and two advisory locks.  At most one
  * live claim exists per object: object_leases holds it, with a fencing token
  * drawn from a sequence, so a worker whose lease expired and was taken over
  * can be recognised (and refused) when it finally tries to save.

@@ -6,9 +6,11 @@
  *
  * The receiver has already verified the signature over the raw bytes; this
  * code decides what each delivery is.  It extracts the provider's stable
- * event id by the source's kind (a header or a body field), classifies the
- * event through the routes, records the delivery attempt, and inserts the
- * inbox row once per (source, event id).
+ * event id by the source's kind (a header or a body field) and the tenant
+ * (the provider account a platform's delivery belongs to: read_tenant()),
+ * classifies the event through the routes, records the delivery attempt,
+ * inserts the inbox row once per (source, event id), and registers the
+ * tenants the new rows name.
  *
  * A batch is written set-based: one statement reads the route of each event
  * type of the batch that the session has not kept (route_cache.c;

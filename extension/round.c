@@ -14,8 +14,10 @@
  *      which claims need a fetch (fetch strategy, or a tie with a read API);
  *      one transaction, redone one claim at a time if it fails, so one bad
  *      object cannot hold up the others;
- *   3. the fetches run together through libcurl multi (fetch.c), gated by
- *      the sources' rate limits (ratelimit.c), and the answers are saved
+ *   3. the fetches run together through libcurl multi (fetch.c), each
+ *      scoped to its object's tenant (wi_request_scope(): Stripe-Account
+ *      ...), gated by the sources' rate limits (ratelimit.c), and the
+ *      answers are saved, with whose credentials each request carried,
  *      under the claims' tokens (fencing) in batches, by _save_fetched(), or
  *      mapped to retry / quarantine / tombstone.
  * A claim that cannot be finished is given back (_give_back()): retried

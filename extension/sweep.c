@@ -1,9 +1,9 @@
 /*
  * sweep.c
- *		Reconciliation sweeps: per (source, object type) with a read API,
- *		list what changed since the checkpoint minus the overlap, compare it
- *		with the mirror, and repair each difference through the same guarded
- *		save path the worker uses.
+ *		Reconciliation sweeps: per (source, tenant, object type) with a read
+ *		API, under the tenant's credentials, list what changed since the
+ *		checkpoint minus the overlap, compare it with the mirror, and repair
+ *		each difference through the same guarded save path the worker uses.
  *
  * A repair first takes the object's lease (claim()'s lease, with a fresh
  * fencing token), so it can never overwrite a save the worker makes under a
