@@ -12,7 +12,8 @@
 # dropped (holed), duplicated (doubled) and reordered (shuffled); then the
 # tenants are discovered from GET /v1/accounts and both sweep layers run per
 # account (for the last seed the worker first does both by itself, on its
-# sweep_interval).  webhook-sim verify, comparing per tenant, must report zero
+# sweep_interval, while the passes of an account whose access was revoked
+# fail with 403 and hold back no other account's).  webhook-sim verify, comparing per tenant, must report zero
 # differences; every refund is recorded once under its account; every
 # acknowledged delivery is in the inbox; and no read went out without an
 # account.  An effect for an account (a refund) is made under its
@@ -90,6 +91,11 @@ for my $seed (@seeds)
 	# the last seed: the worker by itself lists the accounts and sweeps each (incremental layer)
 	if ($seed == $seeds[-1])
 	{
+		# an account whose access was revoked: its passes fail, and hold back no other account's
+		my $revoked = 'acct_revoked0000000001';
+		$node->safe_psql('postgres', qq{
+			INSERT INTO webhook_inbox.tenants (source_id, tenant, discovered_by)
+			SELECT id, '$revoked', 'manual' FROM webhook_inbox.sources WHERE name = '$src'});
 		$node->safe_psql('postgres', "ALTER SYSTEM SET webhook_inbox.sweep_interval = '1s'");
 		$node->safe_psql('postgres', 'SELECT pg_reload_conf()');
 		my $converged = poll_until(sub {
@@ -104,8 +110,20 @@ for my $seed (@seeds)
 		cmp_ok($c->{account_lists}, '>', 0, "seed $seed: the worker listed the accounts ($c->{account_lists} pages)");
 		is($node->safe_psql('postgres', qq{
 			SELECT count(DISTINCT r.tenant) FROM webhook_inbox.sweep_runs r
-			  JOIN webhook_inbox.sources s ON s.id = r.source_id WHERE s.name = '$src' AND r.trigger = 'schedule'}),
+			  JOIN webhook_inbox.sources s ON s.id = r.source_id
+			 WHERE s.name = '$src' AND r.trigger = 'schedule' AND r.status <> 'failed'}),
 			$accounts, "seed $seed: the worker swept each of the $accounts accounts");
+		like($node->safe_psql('postgres', qq{
+			SELECT string_agg(DISTINCT r.status || ': ' || r.error, '; ') FROM webhook_inbox.sweep_runs r
+			  JOIN webhook_inbox.sources s ON s.id = r.source_id WHERE s.name = '$src' AND r.tenant = '$revoked'}),
+			qr/^failed: listing answered http 403$/, "seed $seed: the revoked account's passes failed (403)");
+		is($node->safe_psql('postgres', qq{
+			SELECT string_agg(DISTINCT q.queue || ' ' || q.tenant, ', ') FROM webhook_inbox.queues q
+			 WHERE q.source = '$src' AND q.queue = 'failed_sweep'}),
+			"failed_sweep $revoked", "seed $seed: queues shows the revoked account's failed sweeps, and only its");
+		$node->safe_psql('postgres', qq{
+			DELETE FROM webhook_inbox.sweep_runs WHERE tenant = '$revoked';
+			DELETE FROM webhook_inbox.tenants WHERE tenant = '$revoked'});
 	}
 
 	# the tenants: discovered from deliveries, and every one from GET /v1/accounts
