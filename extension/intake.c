@@ -165,15 +165,30 @@ static const char *const delivery_insert_sql =
 /*
  * The tenants the batch's new events name, registered as they are
  * discovered.  An existing tenant's row is left alone (not locked) unless
- * the delivery brings a context it did not have.
+ * the delivery brings a context it did not have, or is the tenant's own
+ * lifecycle event ($4): Stripe's account.application.deauthorized disables
+ * it (a deauthorization in the batch wins), account.application.authorized
+ * makes a tenant a deauthorization had disabled active again; the reason
+ * says which and when.
  */
 static const char *const tenants_insert_sql =
-"INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, context, discovered_by) "
-"SELECT DISTINCT ON (x.s, x.t) x.s, x.t, x.c, 'delivery' "
-"FROM unnest($1::integer[], $2::text[], $3::text[]) AS x(s, t, c) "
-"ORDER BY x.s, x.t, x.c NULLS LAST "
-"ON CONFLICT (source_id, tenant) DO UPDATE SET context = EXCLUDED.context, last_seen = now() "
-"WHERE EXCLUDED.context IS NOT NULL AND t.context IS DISTINCT FROM EXCLUDED.context";
+"INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, context, discovered_by, status, reason) "
+"SELECT DISTINCT ON (x.s, x.t) x.s, x.t, x.c, 'delivery', "
+"  CASE WHEN x.l = 'deauthorized' THEN 'disabled' ELSE 'active' END, "
+"  CASE WHEN x.l IS NOT NULL THEN x.l || ': account.application.' || x.l || ' received at ' || now() END "
+"FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[]) AS x(s, t, c, l) "
+"ORDER BY x.s, x.t, x.l = 'deauthorized' DESC NULLS LAST, x.l IS NULL, x.c NULLS LAST "
+"ON CONFLICT (source_id, tenant) DO UPDATE SET context = coalesce(EXCLUDED.context, t.context), "
+"  status = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' THEN 'disabled' "
+"    WHEN EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%' THEN 'active' "
+"    ELSE t.status END, "
+"  reason = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' "
+"    OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%') THEN EXCLUDED.reason "
+"    ELSE t.reason END, "
+"  last_seen = now() "
+"WHERE (EXCLUDED.context IS NOT NULL AND t.context IS DISTINCT FROM EXCLUDED.context) "
+"   OR (EXCLUDED.reason LIKE 'deauthorized:%' AND t.status <> 'disabled') "
+"   OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%')";
 
 /*
  * A digest is new for a source when no row holds it, or the row's window has
@@ -228,9 +243,9 @@ prepare_plans(void)
 	}
 	if (tenants_plan == NULL)
 	{
-		Oid			types[3] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Oid			types[4] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 
-		tenants_plan = wi_keep_plan(tenants_insert_sql, 3, types);
+		tenants_plan = wi_keep_plan(tenants_insert_sql, 4, types);
 	}
 }
 
@@ -1698,12 +1713,14 @@ write_tenants(Row *rows, int *idx, int n)
 	ArrBuild	sids;
 	ArrBuild	tens;
 	ArrBuild	ctxs;
-	Datum		args[3];
+	ArrBuild	lifes;
+	Datum		args[4];
 	int			rc;
 
 	arr_init(&sids, n);
 	arr_init(&tens, n);
 	arr_init(&ctxs, n);
+	arr_init(&lifes, n);
 	for (int k = 0; k < n; k++)
 	{
 		Row		   *r = &rows[idx[k]];
@@ -1716,12 +1733,22 @@ write_tenants(Row *rows, int *idx, int n)
 			arr_text(&ctxs, r->tenant_context);
 		else
 			arr_add(&ctxs, (Datum) 0, true);
+		/* a Connect account's own lifecycle (stripe-node Event.Type) */
+		if (r->src->layout->kind == WI_KIND_stripe && r->event_type != NULL &&
+			strcmp(r->event_type, "account.application.deauthorized") == 0)
+			arr_text(&lifes, "deauthorized");
+		else if (r->src->layout->kind == WI_KIND_stripe && r->event_type != NULL &&
+				 strcmp(r->event_type, "account.application.authorized") == 0)
+			arr_text(&lifes, "authorized");
+		else
+			arr_add(&lifes, (Datum) 0, true);
 	}
 	if (sids.n == 0)
 		return;
 	args[0] = arr_done(&sids, INT4OID);
 	args[1] = arr_done(&tens, TEXTOID);
 	args[2] = arr_done(&ctxs, TEXTOID);
+	args[3] = arr_done(&lifes, TEXTOID);
 	rc = SPI_execute_plan(tenants_plan, args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "webhook_inbox: registering tenants failed: %s", SPI_result_code_string(rc));

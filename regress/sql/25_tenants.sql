@@ -118,4 +118,18 @@ SELECT i.event_id, i.tenant, d.tenant AS audit_tenant, r.tenant AS repair_tenant
   JOIN webhook_inbox.deliveries d ON d.source_id = i.source_id AND d.event_id = i.event_id
   JOIN webhook_inbox.repairs r ON r.source_id = i.source_id AND r.after ->> 'event' = i.event_id
  WHERE i.event_id = 'evt_e';
+-- a Connect account's own lifecycle: deauthorized disables the tenant (the sweep leaves it), authorized again
+-- makes it active
+CREATE FUNCTION tn_app_evt(id text, acct text, type text) RETURNS bytea LANGUAGE sql AS $$
+	SELECT convert_to(format('{"id":"%s","object":"event","account":"%s","type":"%s","created":1767225600,'
+		'"data":{"object":{"id":"ca_1","object":"application","name":"Platform"}}}', id, acct, type), 'UTF8')
+$$;
+SELECT webhook_inbox.intake('tn_stripe', '{}', tn_app_evt('evt_deauth_a', 'acct_A', 'account.application.deauthorized'));
+SELECT t.tenant, t.status, split_part(t.reason, ' received', 1) AS reason
+  FROM webhook_inbox.tenants t WHERE t.tenant = 'acct_A';
+SELECT t.tenant FROM webhook_inbox._sweep_targets('1 minute', '1 hour') t
+ WHERE t.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'tn_stripe') ORDER BY 1;
+SELECT webhook_inbox.intake('tn_stripe', '{}', tn_app_evt('evt_auth_a', 'acct_A', 'account.application.authorized'));
+SELECT t.tenant, t.status, split_part(t.reason, ' received', 1) AS reason
+  FROM webhook_inbox.tenants t WHERE t.tenant = 'acct_A';
 ROLLBACK;
