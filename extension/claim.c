@@ -2,8 +2,10 @@
  * claim.c
  *		webhook_inbox.claim(worker, max_objects, lease): hand out work by object.
  *
- * A claim covers one object and every event of it that is due, so that a
- * burst of fifty events for one subscription costs one fetch.  At most one
+ * A claim covers one object, (source, tenant, object type, object id), and
+ * every event of it that is due, so that a burst of fifty events for one
+ * subscription costs one fetch; the same id under two tenants is two
+ * objects, with two leases and two advisory locks.  At most one
  * live claim exists per object: object_leases holds it, with a fencing token
  * drawn from a sequence, so a worker whose lease expired and was taken over
  * can be recognised (and refused) when it finally tries to save.
@@ -39,7 +41,7 @@
 PG_FUNCTION_INFO_V1(wi_claim);
 PG_FUNCTION_INFO_V1(wi_local_candidates);
 
-#define CLAIM_COLUMNS 8
+#define CLAIM_COLUMNS 9
 
 /*
  * Where this backend's candidate scan starts.  Rows that left the claimable
@@ -82,6 +84,7 @@ typedef struct Candidate
 {
 	int32		source_id;
 	char	   *source;
+	char	   *tenant;
 	char	   *object_type;
 	char	   *object_id;
 } Candidate;
@@ -101,17 +104,17 @@ prepare_claim_plans(void)
 		 * marking step skips rows locked by others.
 		 */
 #define CANDIDATES(EXTRA) \
-			"SELECT i.source_id, s.name, i.object_type, i.object_id, i.id " \
+			"SELECT i.source_id, s.name, i.object_type, i.object_id, i.id, i.tenant " \
 			"FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id " \
 			"WHERE i.status IN ('pending', 'retry', 'processing') " \
 			"AND (i.status = 'processing' OR i.next_attempt_at <= now()) " EXTRA \
 			"AND (i.strategy <> 'fetch' OR i.status <> 'pending' OR i.received_at <= now() - 10 * $3 " \
 			"  OR NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox j " \
-			"    WHERE j.source_id = i.source_id AND j.object_type = i.object_type " \
+			"    WHERE j.source_id = i.source_id AND j.tenant = i.tenant AND j.object_type = i.object_type " \
 			"    AND j.object_id = i.object_id AND j.status = 'pending' AND j.received_at > now() - $3 " \
 			"    OFFSET 0)) " /* a probe of the object's live events, never a hashed scan of the inbox */ \
 			"AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l " \
-			"  WHERE l.source_id = i.source_id AND l.object_type = i.object_type " \
+			"  WHERE l.source_id = i.source_id AND l.tenant = i.tenant AND l.object_type = i.object_type " \
 			"  AND l.object_id = i.object_id AND l.expires_at > now()) " \
 			"AND i.id > $2 ORDER BY i.id LIMIT $1"
 
@@ -129,7 +132,7 @@ prepare_claim_plans(void)
 		 * ($3 is unused: the same scan loop runs both).
 		 */
 		local_plan = wi_keep_plan(
-			"SELECT i.source_id, NULL::text, i.object_type, i.object_id, i.id "
+			"SELECT i.source_id, NULL::text, i.object_type, i.object_id, i.id, i.tenant "
 			"FROM webhook_inbox.inbox i "
 			"WHERE i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending' "
 			"AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore') "
@@ -137,7 +140,8 @@ prepare_claim_plans(void)
 			"AND i.id > $2 ORDER BY i.id LIMIT $1", 3, t);
 	}
 	{
-		Oid			t[6] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, TEXTOID, INTERVALOID};
+		Oid			t[7] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, TEXTOID, INTERVALOID,
+		TEXTARRAYOID};
 
 		/*
 		 * Leases for the candidates, in one statement: an object is taken if
@@ -147,28 +151,28 @@ prepare_claim_plans(void)
 		 * probe per candidate, never a scan of a table full of dead leases.
 		 */
 		lease_plan = wi_keep_plan(
-			"WITH c AS (SELECT * FROM unnest($1, $2, $3) WITH ORDINALITY "
-			"    AS c(source_id, object_type, object_id, ord)), "
+			"WITH c AS (SELECT * FROM unnest($1, $7, $2, $3) WITH ORDINALITY "
+			"    AS c(source_id, tenant, object_type, object_id, ord)), "
 			"free AS (SELECT c.* FROM c "
 			"  WHERE coalesce((SELECT l.expires_at > now() FROM webhook_inbox.object_leases l "
-			"    WHERE l.source_id = c.source_id AND l.object_type = c.object_type "
+			"    WHERE l.source_id = c.source_id AND l.tenant = c.tenant AND l.object_type = c.object_type "
 			"    AND l.object_id = c.object_id), false) = false "
 			"  AND pg_catalog.pg_try_advisory_xact_lock(pg_catalog.hashtextextended("
-			"    'webhook_inbox/' || c.source_id || '/' || c.object_type || '/' || c.object_id, 0)) "
+			"    'webhook_inbox/' || c.source_id || '/' || c.tenant || '/' || c.object_type || '/' || c.object_id, 0)) "
 			"  LIMIT $4), "
 			"ins AS (INSERT INTO webhook_inbox.object_leases AS l "
-			"  (source_id, object_type, object_id, token, holder, expires_at) "
-			"  SELECT source_id, object_type, object_id, nextval('webhook_inbox.claim_token_seq'), $5, "
+			"  (source_id, tenant, object_type, object_id, token, holder, expires_at) "
+			"  SELECT source_id, tenant, object_type, object_id, nextval('webhook_inbox.claim_token_seq'), $5, "
 			"    now() + $6 FROM free ORDER BY ord "
-			"  ON CONFLICT (source_id, object_type, object_id) DO UPDATE "
+			"  ON CONFLICT (source_id, tenant, object_type, object_id) DO UPDATE "
 			"  SET token = EXCLUDED.token, holder = EXCLUDED.holder, claimed_at = now(), "
 			"  expires_at = EXCLUDED.expires_at WHERE l.expires_at <= now() "
-			"  RETURNING l.source_id, l.object_type, l.object_id, l.token, l.expires_at) "
+			"  RETURNING l.source_id, l.tenant, l.object_type, l.object_id, l.token, l.expires_at) "
 			"SELECT ins.token, ins.expires_at, c.ord FROM ins "
-			"  JOIN c USING (source_id, object_type, object_id) ORDER BY ins.token", 6, t);
+			"  JOIN c USING (source_id, tenant, object_type, object_id) ORDER BY ins.token", 7, t);
 	}
 	{
-		Oid			t[4] = {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+		Oid			t[5] = {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
 
 		/*
 		 * Every due event of the leased objects joins its object's claim,
@@ -178,15 +182,16 @@ prepare_claim_plans(void)
 		 * per object.
 		 */
 		mark_plan = wi_keep_plan(
-			"WITH l AS (SELECT * FROM unnest($1, $2, $3, $4) AS l(token, source_id, object_type, object_id)), "
+			"WITH l AS (SELECT * FROM unnest($1, $2, $5, $3, $4) AS l(token, source_id, tenant, object_type, object_id)), "
 			"e AS (SELECT x.id, l.token FROM l, LATERAL (SELECT i.id FROM webhook_inbox.inbox i "
-			"  WHERE i.source_id = l.source_id AND i.object_type = l.object_type AND i.object_id = l.object_id "
+			"  WHERE i.source_id = l.source_id AND i.tenant = l.tenant AND i.object_type = l.object_type "
+			"  AND i.object_id = l.object_id "
 			"  AND i.status IN ('pending', 'retry', 'processing') "
 			"  AND (i.status = 'processing' OR i.next_attempt_at <= now()) "
 			"  FOR UPDATE SKIP LOCKED) x), "
 			"u AS (UPDATE webhook_inbox.inbox i SET status = 'processing', claim_token = e.token, "
 			"  updated_at = now() FROM e WHERE i.id = e.id RETURNING i.claim_token, i.id, i.strategy) "
-			"SELECT claim_token, id, strategy FROM u ORDER BY claim_token, id", 4, t);
+			"SELECT claim_token, id, strategy FROM u ORDER BY claim_token, id", 5, t);
 	}
 	{
 		Oid			t[1] = {INT8ARRAYOID};
@@ -253,18 +258,23 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, int want,
 			c.source_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 			c.object_type = SPI_getvalue(tup, desc, 3);
 			c.object_id = SPI_getvalue(tup, desc, 4);
+			c.tenant = SPI_getvalue(tup, desc, 6);
 			after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 			if (first_id == 0)
 				first_id = after;
 			/* seen already?  Open addressing on the object's hash */
 			h = hash_bytes_extended((const unsigned char *) c.object_id, strlen(c.object_id),
 									hash_bytes_extended((const unsigned char *) c.object_type,
-														strlen(c.object_type), (uint64) c.source_id));
+														strlen(c.object_type),
+														hash_bytes_extended((const unsigned char *) c.tenant,
+																			strlen(c.tenant),
+																			(uint64) c.source_id)));
 			for (slot = (uint32) h & mask; slots[slot].cand > 0 && !seen; slot = (slot + 1) & mask)
 			{
 				Candidate  *o = &cands[slots[slot].cand - 1];
 
 				seen = slots[slot].hash == h && o->source_id == c.source_id &&
+					strcmp(o->tenant, c.tenant) == 0 &&
 					strcmp(o->object_type, c.object_type) == 0 && strcmp(o->object_id, c.object_id) == 0;
 			}
 			if (!seen)
@@ -303,7 +313,7 @@ claim_strategy(char **strategies, int n)
 /*
  * claim(worker text, max_objects int, lease interval)
  *	 returns table (claim_token, source, source_id, object_type, object_id,
- *					event_ids, strategy, expires_at)
+ *					event_ids, strategy, expires_at, tenant)
  */
 Datum
 wi_claim(PG_FUNCTION_ARGS)
@@ -377,7 +387,8 @@ wi_claim(PG_FUNCTION_ARGS)
 		Datum	   *sids = palloc(sizeof(Datum) * ncands);
 		Datum	   *types = palloc(sizeof(Datum) * ncands);
 		Datum	   *oids = palloc(sizeof(Datum) * ncands);
-		Datum		la[6];
+		Datum	   *tens = palloc(sizeof(Datum) * ncands);
+		Datum		la[7];
 		int			nleases;
 		int64	   *ltoken;
 		Datum	   *lexpires;
@@ -394,6 +405,7 @@ wi_claim(PG_FUNCTION_ARGS)
 			sids[k] = Int32GetDatum(cands[k].source_id);
 			types[k] = CStringGetTextDatum(cands[k].object_type);
 			oids[k] = CStringGetTextDatum(cands[k].object_id);
+			tens[k] = CStringGetTextDatum(cands[k].tenant);
 		}
 		la[0] = PointerGetDatum(construct_array(sids, ncands, INT4OID, 4, true, TYPALIGN_INT));
 		la[1] = PointerGetDatum(construct_array(types, ncands, TEXTOID, -1, false, TYPALIGN_INT));
@@ -401,6 +413,7 @@ wi_claim(PG_FUNCTION_ARGS)
 		la[3] = Int32GetDatum(max_objects);
 		la[4] = CStringGetTextDatum(worker);
 		la[5] = IntervalPGetDatum(lease);
+		la[6] = PointerGetDatum(construct_array(tens, ncands, TEXTOID, -1, false, TYPALIGN_INT));
 		rc = SPI_execute_plan(lease_plan, la, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "webhook_inbox: taking leases failed: %s", SPI_result_code_string(rc));
@@ -427,7 +440,8 @@ wi_claim(PG_FUNCTION_ARGS)
 			Datum	   *ls = palloc(sizeof(Datum) * nleases);
 			Datum	   *lt = palloc(sizeof(Datum) * nleases);
 			Datum	   *lo = palloc(sizeof(Datum) * nleases);
-			Datum		ma[4];
+			Datum	   *ln = palloc(sizeof(Datum) * nleases);
+			Datum		ma[5];
 			int			r = 0;
 
 			for (int k = 0; k < nleases; k++)
@@ -436,11 +450,13 @@ wi_claim(PG_FUNCTION_ARGS)
 				ls[k] = sids[lcand[k]];
 				lt[k] = types[lcand[k]];
 				lo[k] = oids[lcand[k]];
+				ln[k] = tens[lcand[k]];
 			}
 			ma[0] = PointerGetDatum(construct_array(tk, nleases, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 			ma[1] = PointerGetDatum(construct_array(ls, nleases, INT4OID, 4, true, TYPALIGN_INT));
 			ma[2] = PointerGetDatum(construct_array(lt, nleases, TEXTOID, -1, false, TYPALIGN_INT));
 			ma[3] = PointerGetDatum(construct_array(lo, nleases, TEXTOID, -1, false, TYPALIGN_INT));
+			ma[4] = PointerGetDatum(construct_array(ln, nleases, TEXTOID, -1, false, TYPALIGN_INT));
 			rc = SPI_execute_plan(mark_plan, ma, NULL, false, 0);
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "webhook_inbox: marking claimed events failed: %s",
@@ -494,6 +510,7 @@ wi_claim(PG_FUNCTION_ARGS)
 														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 			values[6] = CStringGetTextDatum(claim_strategy(lstrat[k], lcount[k]));
 			values[7] = lexpires[k];
+			values[8] = CStringGetTextDatum(c->tenant);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			claimed++;
 		}
@@ -518,7 +535,7 @@ wi_claim(PG_FUNCTION_ARGS)
 
 /*
  * _local_candidates(max_objects int)
- *	 returns table (source_id, object_type, object_id)
+ *	 returns table (source_id, tenant, object_type, object_id)
  *
  * The objects _work_local() may take, in order of their oldest due pending
  * event of a local strategy: up to twice max_objects, since some will be
@@ -545,12 +562,13 @@ wi_local_candidates(PG_FUNCTION_ARGS)
 	ncands = scan_candidates(local_plan, &local_floor, max_objects, max_objects * 2, unused, &cands);
 	for (int k = 0; k < ncands; k++)
 	{
-		Datum		values[3];
-		bool		nulls[3] = {0};
+		Datum		values[4];
+		bool		nulls[4] = {0};
 
 		values[0] = Int32GetDatum(cands[k].source_id);
-		values[1] = CStringGetTextDatum(cands[k].object_type);
-		values[2] = CStringGetTextDatum(cands[k].object_id);
+		values[1] = CStringGetTextDatum(cands[k].tenant);
+		values[2] = CStringGetTextDatum(cands[k].object_type);
+		values[3] = CStringGetTextDatum(cands[k].object_id);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	SPI_finish();

@@ -66,6 +66,8 @@ typedef struct EffectJob
 	char	   *auth_name;
 	char	   *auth_value;
 	char	   *origin;			/* the source's api_base */
+	char	   *scope[WI_MAX_SCOPE_HEADERS + 1];	/* the tenant's headers
+													 * (Stripe-Account ...) */
 	/* results */
 	long		http_status;
 	const char *transport;		/* ok, not_sent, unknown */
@@ -164,6 +166,9 @@ perform_job(EffectJob *job)
 		line = psprintf("Content-Type: %s", job->content_type);
 		headers = curl_slist_append(headers, line);
 	}
+	/* an effect for a tenant is made as that tenant, as its reads are */
+	for (int i = 0; i < WI_MAX_SCOPE_HEADERS && job->scope[i] != NULL; i++)
+		headers = curl_slist_append(headers, job->scope[i]);
 	headers = curl_slist_append(headers, "Expect:");
 	curl_easy_setopt(curl, CURLOPT_CURLU, parsed);
 	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, job->method);
@@ -297,7 +302,9 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 			 * snapshot, taken before the claim's, and miss an effect
 			 * requested in between, which the claim took.
 			 */
-			rc = SPI_execute_with_args("SELECT s.api_base FROM webhook_inbox.effects e "
+			rc = SPI_execute_with_args("SELECT s.api_base, s.id, e.tenant, (SELECT t.context "
+									   "FROM webhook_inbox.tenants t WHERE t.source_id OPERATOR(pg_catalog.=) s.id "
+									   "AND t.tenant OPERATOR(pg_catalog.=) e.tenant) FROM webhook_inbox.effects e "
 									   "JOIN webhook_inbox.sources s ON s.id OPERATOR(pg_catalog.=) e.source_id "
 									   "WHERE e.id OPERATOR(pg_catalog.=) $1",
 									   1, otypes, oargs, NULL, false, 1);
@@ -305,8 +312,24 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 				elog(ERROR, "webhook_inbox: reading an effect's source failed: %s", SPI_result_code_string(rc));
 			if (SPI_processed == 1)
 			{
+				HeapTuple	tup = SPI_tuptable->vals[0];
+				TupleDesc	desc = SPI_tuptable->tupdesc;
+				bool		isnull;
+				int32		sid = DatumGetInt32(SPI_getbinval(tup, desc, 2, &isnull));
+				char	   *tenant;
+				char	   *context;
+				WiSource   *src;
+				const WiAdapter *adapter;
+
 				oldcxt = MemoryContextSwitchTo(jobcxt);
-				jobs[i].origin = copy_value(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+				jobs[i].origin = copy_value(tup, desc, 1);
+				tenant = copy_value(tup, desc, 3);
+				context = copy_value(tup, desc, 4);
+				/* the adapter's scope headers: the tenant's account, the pinned version */
+				src = wi_source_load(sid);
+				adapter = wi_adapter_for(src);
+				if (adapter != NULL && adapter->scope_headers != NULL)
+					(void) adapter->scope_headers(src, tenant ? tenant : "", context, jobs[i].scope);
 				MemoryContextSwitchTo(oldcxt);
 			}
 		}

@@ -83,6 +83,7 @@ wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
 	req->origin = origin;
 	req->arg = arg;
 	req->retry_after_s = -1;
+	req->credentials = "";
 	initStringInfo(&req->body);
 }
 
@@ -255,6 +256,8 @@ start_request(WiHttpRequest *req)
 		headers = curl_slist_append(headers, "Content-Type: application/json");
 	if (req->auth)
 		headers = curl_slist_append(headers, req->auth);
+	for (int i = 0; i < WI_MAX_SCOPE_HEADERS && req->scope[i] != NULL; i++)
+		headers = curl_slist_append(headers, req->scope[i]);
 	req->headers = headers;
 	req->handle = h;
 	req->started = true;

@@ -57,18 +57,18 @@ prepare_guard_plans(void)
 		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, INT8OID};
 
 		/* the one fence check, in SQL: _fenced() */
-		fence_plan = wi_keep_plan("SELECT webhook_inbox._fenced($1, $2, $3, $4)", 4, t);
+		fence_plan = wi_keep_plan("SELECT webhook_inbox._fenced($1, '', $2, $3, $4)", 4, t);
 	}
 	insert_plan = wi_keep_plan(
 		"INSERT INTO webhook_inbox.objects (source_id, object_type, object_id) "
 		"VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, key);
 	delete_plan = wi_keep_plan(
-		"DELETE FROM webhook_inbox.objects WHERE source_id = $1 AND object_type = $2 "
+		"DELETE FROM webhook_inbox.objects WHERE source_id = $1 AND tenant = '' AND object_type = $2 "
 		"AND object_id = $3", 3, key);
 	lock_plan = wi_keep_plan(
 		"SELECT status, version, state, deleted, (status IS NULL AND version IS NULL "
 		"AND state IS NULL AND NOT deleted) AS fresh FROM webhook_inbox.objects "
-		"WHERE source_id = $1 AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
+		"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
 	{
 		Oid			t[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, JSONBOID, BOOLOID,
 		INT8OID, INT8OID};
@@ -78,7 +78,7 @@ prepare_guard_plans(void)
 			"state = coalesce($6, state), deleted = $7, tombstone_pending_since = NULL, "
 			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
 			"updated_at = now() "
-			"WHERE source_id = $1 AND object_type = $2 AND object_id = $3", 9, t);
+			"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3", 9, t);
 	}
 	{
 		Oid			t[8] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, TEXTOID,
@@ -107,6 +107,8 @@ cstr_equal(const char *a, const char *b)
  * tombstone without a version): it replaces what is stored, guarded only by
  * the fencing token.  Returns applied, duplicate, stale, tie or fenced.
  * A status change is recorded in transitions in the same transaction.
+ * It saves the empty tenant's object (a source with one account); the
+ * worker saves a tenant's objects through _save_presents().
  */
 Datum
 wi_upsert_object(PG_FUNCTION_ARGS)

@@ -6,9 +6,11 @@
  *
  * The receiver has already verified the signature over the raw bytes; this
  * code decides what each delivery is.  It extracts the provider's stable
- * event id by the source's kind (a header or a body field), classifies the
- * event through the routes, records the delivery attempt, and inserts the
- * inbox row once per (source, event id).
+ * event id by the source's kind (a header or a body field) and the tenant
+ * (the provider account a platform's delivery belongs to: read_tenant()),
+ * classifies the event through the routes, records the delivery attempt,
+ * inserts the inbox row once per (source, event id), and registers the
+ * tenants the new rows name.
  *
  * A batch is written set-based: one statement reads the route of each event
  * type of the batch that the session has not kept (route_cache.c;
@@ -110,6 +112,8 @@ typedef struct Row
 	char	   *event_type;
 	char	   *correlation_id;
 	char	   *delivery_id;
+	char	   *tenant;			/* the provider account; "" for a single account */
+	char	   *tenant_context;	/* Stripe's context, or NULL */
 	bool		have_route;
 	int32		route_id;
 	int32		route_version;
@@ -128,6 +132,7 @@ static SPIPlanPtr routes_plan = NULL;
 static SPIPlanPtr seen_plan = NULL;
 static SPIPlanPtr inbox_plan = NULL;
 static SPIPlanPtr delivery_plan = NULL;
+static SPIPlanPtr tenants_plan = NULL;
 
 /*
  * The statements intake writes with.  Each reads the rows of the batch in
@@ -137,7 +142,8 @@ static SPIPlanPtr delivery_plan = NULL;
 static const char *const inbox_insert_sql =
 "INSERT INTO webhook_inbox.inbox (source_id, event_id, correlation_id, event_type, "
 "object_type, object_id, strategy, route_id, route_version, provider_version, "
-"provider_time, status_value, payload, raw_body, body_sha256, status, reason) "
+"provider_time, status_value, payload, raw_body, body_sha256, status, reason, tenant, "
+"tenant_context) "
 "SELECT * FROM webhook_inbox._intake_inbox_rows($1) "
 "ON CONFLICT (source_id, event_id) DO NOTHING RETURNING source_id, event_id";
 
@@ -154,8 +160,36 @@ static const char *const routes_sql =
 
 static const char *const delivery_insert_sql =
 "INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, body_sha256, "
-"body_size, outcome) "
+"body_size, outcome, tenant) "
 "SELECT * FROM webhook_inbox._intake_delivery_rows($1)";
+
+/*
+ * The tenants the batch's new events name, registered as they are
+ * discovered.  An existing tenant's row is left alone (not locked) unless
+ * the delivery brings a context it did not have, or is the tenant's own
+ * lifecycle event ($4): Stripe's account.application.deauthorized disables
+ * it (a deauthorization in the batch wins), account.application.authorized
+ * makes a tenant a deauthorization had disabled active again; the reason
+ * says which and when.
+ */
+static const char *const tenants_insert_sql =
+"INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, context, discovered_by, status, reason) "
+"SELECT DISTINCT ON (x.s, x.t) x.s, x.t, x.c, 'delivery', "
+"  CASE WHEN x.l = 'deauthorized' THEN 'disabled' ELSE 'active' END, "
+"  CASE WHEN x.l IS NOT NULL THEN x.l || ': account.application.' || x.l || ' received at ' || now() END "
+"FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[]) AS x(s, t, c, l) "
+"ORDER BY x.s, x.t, x.l = 'deauthorized' DESC NULLS LAST, x.l IS NULL, x.c NULLS LAST "
+"ON CONFLICT (source_id, tenant) DO UPDATE SET context = coalesce(EXCLUDED.context, t.context), "
+"  status = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' THEN 'disabled' "
+"    WHEN EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%' THEN 'active' "
+"    ELSE t.status END, "
+"  reason = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' "
+"    OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%') THEN EXCLUDED.reason "
+"    ELSE t.reason END, "
+"  last_seen = now() "
+"WHERE (EXCLUDED.context IS NOT NULL AND t.context IS DISTINCT FROM EXCLUDED.context) "
+"   OR (EXCLUDED.reason LIKE 'deauthorized:%' AND t.status <> 'disabled') "
+"   OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%')";
 
 /*
  * A digest is new for a source when no row holds it, or the row's window has
@@ -207,6 +241,12 @@ prepare_plans(void)
 		Oid			types[1] = {INT8OID};
 
 		delivery_plan = wi_keep_plan(delivery_insert_sql, 1, types);
+	}
+	if (tenants_plan == NULL)
+	{
+		Oid			types[4] = {INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID};
+
+		tenants_plan = wi_keep_plan(tenants_insert_sql, 4, types);
 	}
 }
 
@@ -573,6 +613,187 @@ check_ids(Row *r)
 	why = wi_ids_missing(&r->event_id, &r->event_type);
 	if (why != NULL)
 		r->reason = pstrdup(why);
+}
+
+/*
+ * The JSON value at a key path of a top-level object into *buf, or NULL
+ * when a key is missing (a JSON null is returned as a jbvNull value).
+ */
+static JsonbValue *
+jsonb_path_value(Jsonb *jb, const char *const *path, JsonbValue *buf)
+{
+	JsonbContainer *c = &jb->root;
+	JsonbValue *cur = NULL;
+
+	if (!JB_ROOT_IS_OBJECT(jb))
+		return NULL;
+	for (int i = 0; path[i] != NULL; i++)
+	{
+		if (i > 0)
+		{
+			if (cur->type != jbvBinary || !JsonContainerIsObject(cur->val.binary.data))
+				return NULL;
+			c = cur->val.binary.data;
+		}
+		cur = getKeyJsonValueFromContainer(c, path[i], strlen(path[i]), buf);
+		if (cur == NULL)
+			return NULL;
+	}
+	return cur;
+}
+
+static const char *
+jsonb_type_name(const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			return "null";
+		case jbvString:
+			return "a string";
+		case jbvNumeric:
+			return "a number";
+		case jbvBool:
+			return "a boolean";
+		case jbvBinary:
+			return JsonContainerIsObject(v->val.binary.data) ? "an object" : "an array";
+		default:
+			return "not a scalar";
+	}
+}
+
+/*
+ * Refuses r with reason "tenant_invalid: ..." unless value (from where) is
+ * an identity the provider would send: 1 to MAX_ID_BYTES bytes, no control
+ * characters.  Returns whether it is.
+ */
+static bool
+tenant_valid(Row *r, const char *where, const char *value)
+{
+	size_t		len = strlen(value);
+
+	if (len == 0 || len > MAX_ID_BYTES)
+	{
+		r->outcome = "refused";
+		r->answer_reason = psprintf("tenant_invalid: %s is %zu bytes, it must be 1 to %d",
+									where, len, MAX_ID_BYTES);
+		return false;
+	}
+	for (const unsigned char *p = (const unsigned char *) value; *p; p++)
+		if (*p < 0x20 || *p == 0x7f)
+		{
+			r->outcome = "refused";
+			r->answer_reason = psprintf("tenant_invalid: %s contains a control character", where);
+			return false;
+		}
+	return true;
+}
+
+/*
+ * The string at a key path of r's payload, or NULL when absent or null;
+ * anything but a string refuses r.  *ok is false once r is refused.
+ */
+static char *
+tenant_string(Row *r, const char *const *path, const char *where, bool *ok)
+{
+	JsonbValue	buf;
+	JsonbValue *v = jsonb_path_value(r->payload, path, &buf);
+	char	   *s;
+
+	if (v == NULL || v->type == jbvNull)
+		return NULL;
+	if (v->type != jbvString)
+	{
+		r->outcome = "refused";
+		r->answer_reason = psprintf("tenant_invalid: %s is %s, not a string", where, jsonb_type_name(v));
+		*ok = false;
+		return NULL;
+	}
+	s = pnstrdup(v->val.string.val, v->val.string.len);
+	if (!tenant_valid(r, where, s))
+	{
+		*ok = false;
+		return NULL;
+	}
+	return s;
+}
+
+/*
+ * read_tenant
+ *		The provider account r belongs to, as the provider's contract names
+ *		it: Stripe's top-level account (Connect), or its context (Stripe
+ *		Organizations, thin events; it supersedes the account for the
+ *		credentials and is kept beside it); GitHub's installation.id (a
+ *		GitHub App's deliveries); Shopify's X-Shopify-Shop-Domain, for a
+ *		source whose settings say "tenants": true (an app installed in many
+ *		shops: every Shopify delivery names its shop, so a one-shop source
+ *		keeps the empty tenant).  settings "tenants": false turns it off for
+ *		any kind.  A value that is not what the provider sends refuses r
+ *		alone; its batch-mates are untouched.
+ */
+static void
+read_tenant(Row *r)
+{
+	const WiKindLayout *layout = r->src->layout;
+	char	   *setting = settings_text(r->src->settings, "tenants");
+	bool		ok = true;
+
+	r->tenant = "";
+	r->tenant_context = NULL;
+	if (setting != NULL && strcmp(setting, "false") == 0)
+		return;
+	if (layout->kind == WI_KIND_shopify)
+	{
+		char	   *shop = header_get(r, "x-shopify-shop-domain");
+
+		if (setting == NULL || strcmp(setting, "true") != 0 || shop == NULL)
+			return;
+		if (tenant_valid(r, "X-Shopify-Shop-Domain", shop))
+			r->tenant = pstrdup(shop);
+		return;
+	}
+	if (r->payload == NULL)
+		return;					/* unreadable: kept in quarantine as it is */
+	if (layout->kind == WI_KIND_stripe)
+	{
+		const char *acct_path[] = {"account", NULL};
+		const char *ctx_path[] = {"context", NULL};
+		char	   *acct = tenant_string(r, acct_path, "account", &ok);
+		char	   *ctx = ok ? tenant_string(r, ctx_path, "context", &ok) : NULL;
+
+		if (!ok)
+			return;
+		r->tenant = acct ? acct : (ctx ? ctx : "");
+		r->tenant_context = ctx;
+	}
+	else if (layout->kind == WI_KIND_github)
+	{
+		const char *inst_path[] = {"installation", NULL};
+		const char *id_path[] = {"installation", "id", NULL};
+		JsonbValue	buf;
+		JsonbValue *v = jsonb_path_value(r->payload, inst_path, &buf);
+		char	   *id;
+
+		if (v == NULL || v->type == jbvNull)
+			return;
+		v = jsonb_path_value(r->payload, id_path, &buf);
+		if (v == NULL || v->type != jbvNumeric)
+		{
+			r->outcome = "refused";
+			r->answer_reason = psprintf("tenant_invalid: installation.id is %s, not a number",
+										v ? jsonb_type_name(v) : "missing");
+			return;
+		}
+		id = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+		if (strspn(id, "0123456789") != strlen(id) || id[0] == '0')
+		{
+			r->outcome = "refused";
+			r->answer_reason = psprintf("tenant_invalid: installation.id %s is not a positive integer", id);
+			return;
+		}
+		if (tenant_valid(r, "installation.id", id))
+			r->tenant = id;
+	}
 }
 
 /* ---------------------------------------------------------------------
@@ -1204,14 +1425,16 @@ static const WiBulkColumn inbox_cols[] = {
 	{"strategy", TEXTOID}, {"route_id", INT4OID}, {"route_version", INT4OID},
 	{"provider_version", NUMERICOID}, {"provider_time", TIMESTAMPTZOID},
 	{"status_value", TEXTOID}, {"payload", JSONBOID}, {"raw_body", BYTEAOID},
-	{"body_sha256", BYTEAOID}, {"status", TEXTOID}, {"reason", TEXTOID}
+	{"body_sha256", BYTEAOID}, {"status", TEXTOID}, {"reason", TEXTOID},
+	{"tenant", TEXTOID}, {"tenant_context", TEXTOID}
 };
 #define INBOX_NCOLS lengthof(inbox_cols)
 
 /* The columns of delivery_insert_sql, in its order, and their types. */
 static const WiBulkColumn delivery_cols[] = {
 	{"source_id", INT4OID}, {"event_id", TEXTOID}, {"delivery_id", TEXTOID},
-	{"body_sha256", BYTEAOID}, {"body_size", INT4OID}, {"outcome", TEXTOID}
+	{"body_sha256", BYTEAOID}, {"body_size", INT4OID}, {"outcome", TEXTOID},
+	{"tenant", TEXTOID}
 };
 #define DELIVERY_NCOLS lengthof(delivery_cols)
 
@@ -1247,6 +1470,8 @@ inbox_values(Row *r, Datum *v, bool *nulls)
 	nulls[14] = false;
 	v[15] = text_or_null(r->status, &nulls[15]);
 	v[16] = text_or_null(r->reason, &nulls[16]);
+	v[17] = text_or_null(r->tenant ? r->tenant : "", &nulls[17]);
+	v[18] = text_or_null(r->tenant_context, &nulls[18]);
 }
 
 /* r's audit row, in delivery_cols. */
@@ -1262,6 +1487,7 @@ delivery_values(Row *r, Datum *v, bool *nulls)
 	v[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(r->body));
 	nulls[4] = false;
 	v[5] = text_or_null(r->outcome, &nulls[5]);
+	v[6] = text_or_null(r->tenant ? r->tenant : "", &nulls[6]);
 }
 
 /*
@@ -1479,6 +1705,57 @@ sha256_of(pg_cryptohash_ctx *ctx, bytea *body)
 }
 
 /*
+ * Registers the tenants of the new rows idx[0..n-1] (see tenants_insert_sql);
+ * nothing to do, and no statement, for a batch of single-account sources.
+ */
+static void
+write_tenants(Row *rows, int *idx, int n)
+{
+	ArrBuild	sids;
+	ArrBuild	tens;
+	ArrBuild	ctxs;
+	ArrBuild	lifes;
+	Datum		args[4];
+	int			rc;
+
+	arr_init(&sids, n);
+	arr_init(&tens, n);
+	arr_init(&ctxs, n);
+	arr_init(&lifes, n);
+	for (int k = 0; k < n; k++)
+	{
+		Row		   *r = &rows[idx[k]];
+
+		if (r->tenant == NULL || r->tenant[0] == '\0' || strcmp(r->outcome, "new") != 0)
+			continue;
+		arr_add(&sids, Int32GetDatum(r->src->id), false);
+		arr_text(&tens, r->tenant);
+		if (r->tenant_context)
+			arr_text(&ctxs, r->tenant_context);
+		else
+			arr_add(&ctxs, (Datum) 0, true);
+		/* a Connect account's own lifecycle (stripe-node Event.Type) */
+		if (r->src->layout->kind == WI_KIND_stripe && r->event_type != NULL &&
+			strcmp(r->event_type, "account.application.deauthorized") == 0)
+			arr_text(&lifes, "deauthorized");
+		else if (r->src->layout->kind == WI_KIND_stripe && r->event_type != NULL &&
+				 strcmp(r->event_type, "account.application.authorized") == 0)
+			arr_text(&lifes, "authorized");
+		else
+			arr_add(&lifes, (Datum) 0, true);
+	}
+	if (sids.n == 0)
+		return;
+	args[0] = arr_done(&sids, INT4OID);
+	args[1] = arr_done(&tens, TEXTOID);
+	args[2] = arr_done(&ctxs, TEXTOID);
+	args[3] = arr_done(&lifes, TEXTOID);
+	rc = SPI_execute_plan(tenants_plan, args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "webhook_inbox: registering tenants failed: %s", SPI_result_code_string(rc));
+}
+
+/*
  * intake_rows
  *		Decide and store rows[0..n-1].  Rows already refused (outcome set)
  *		are left alone.  Must run inside SPI.  Afterwards every row has an
@@ -1507,6 +1784,8 @@ intake_rows(Row *rows, char **names, int n)
 		wi_classified_clear(&r->found);
 		read_ids(r);
 		check_ids(r);
+		if (r->outcome == NULL)
+			read_tenant(r);
 	}
 	pg_cryptohash_free(sha);
 	classify(rows, n);
@@ -1542,6 +1821,7 @@ intake_rows(Row *rows, char **names, int n)
 	qsort(idx, w, sizeof(int), cmp_by_event);
 	if (write_inbox(rows, idx, w))
 		wi_wake_worker_at_commit();
+	write_tenants(rows, idx, w);
 
 	/* audit every accepted delivery, replays included */
 	w = 0;

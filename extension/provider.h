@@ -45,7 +45,11 @@ typedef struct WiSource
 	char	   *repo;			/* github: owner/name */
 	char	   *api_version;	/* shopify: Admin API version, NULL: the default */
 	char	   *api;			/* shopify: "rest" or "graphql"; NULL: the default */
+	char	   *stripe_version; /* stripe: the Stripe-Version every request pins */
 } WiSource;
+
+/* Headers a request carries besides Accept and the source's auth. */
+#define WI_MAX_SCOPE_HEADERS 2
 
 /*
  * How one mirror object type is read from a provider: where its objects
@@ -85,6 +89,7 @@ typedef struct WiAdapter
 							 const char *cursor);
 	char	   *(*auth_header) (const WiSource *src);	/* "Name: value" or NULL */
 
+
 	/*
 	 * The provider's "what happened since" events list for the type, or NULL
 	 * (then the incremental layer lists changed objects with list_url).  Its
@@ -93,6 +98,24 @@ typedef struct WiAdapter
 	char	   *(*events_url) (const WiSource *src, const WiTypeMap *t, int64 since_epoch,
 							   const char *cursor);
 	int64		events_window_s;	/* how long the provider keeps events */
+
+	/*
+	 * The headers that scope a request to a tenant of the source (Stripe:
+	 * Stripe-Account or Stripe-Context, and Stripe-Version on every request)
+	 * into out[0..WI_MAX_SCOPE_HEADERS-1], NULL-terminated.  tenant is ""
+	 * for the source's own account; context is the tenant's Stripe context
+	 * or NULL.  Returns whether the headers carry the tenant's credentials:
+	 * false for a tenant this adapter cannot read for (its 404 then never
+	 * tombstones).  NULL: the adapter has no tenants.
+	 */
+	bool		(*scope_headers) (const WiSource *src, const char *tenant, const char *context,
+								  char **out);
+
+	/*
+	 * The provider's list of the source's tenants, first page when cursor
+	 * is NULL, then after the last id listed; NULL: no such list.
+	 */
+	char	   *(*tenants_url) (const WiSource *src, const char *cursor);
 
 	/*
 	 * Optional, for read APIs that take a request body (GraphQL): the body
@@ -143,6 +166,10 @@ struct WiHttpRequest
 	char	   *url;
 	char	   *post_body;		/* a JSON body to POST, or NULL: a GET */
 	char	   *auth;			/* "Name: value" or NULL */
+	char	   *scope[WI_MAX_SCOPE_HEADERS + 1];	/* NULL-terminated; see
+													 * wi_request_scope() */
+	const char *credentials;	/* the tenant whose credentials it carries
+								 * ("": the source's own account) */
 	int32		source_id;		/* for rate limits */
 	const char *origin;			/* the source's api_base: the only scheme,
 								 * host and port url may name */
@@ -177,6 +204,8 @@ typedef enum WiHttpGate
 typedef WiHttpGate (*wi_http_gate_fn) (WiHttpRequest *req, void *arg);
 typedef void (*wi_http_done_fn) (WiHttpRequest *req, void *arg);
 
+extern void wi_request_scope(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *src,
+							 const char *tenant, const char *context);
 extern void wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
 								 const char *origin, void *arg);
 extern char *wi_http_refusal(const char *url, const char *origin, void **parsed);

@@ -14,8 +14,10 @@
  *      which claims need a fetch (fetch strategy, or a tie with a read API);
  *      one transaction, redone one claim at a time if it fails, so one bad
  *      object cannot hold up the others;
- *   3. the fetches run together through libcurl multi (fetch.c), gated by
- *      the sources' rate limits (ratelimit.c), and the answers are saved
+ *   3. the fetches run together through libcurl multi (fetch.c), each
+ *      scoped to its object's tenant (wi_request_scope(): Stripe-Account
+ *      ...), gated by the sources' rate limits (ratelimit.c), and the
+ *      answers are saved, with whose credentials each request carried,
  *      under the claims' tokens (fencing) in batches, by _save_fetched(), or
  *      mapped to retry / quarantine / tombstone.
  * A claim that cannot be finished is given back (_give_back()): retried
@@ -48,6 +50,8 @@ typedef struct Claim
 {
 	int64		token;
 	int32		source_id;
+	char	   *tenant;			/* "" for the source's own account */
+	char	   *context;		/* the tenant's Stripe context, or NULL */
 	char	   *object_type;
 	char	   *object_id;
 	int			nevents;
@@ -229,7 +233,9 @@ claim_xact(void *arg)
 				"  CROSS JOIN LATERAL (SELECT i.strategy, i.route_id FROM webhook_inbox.inbox i "
 				"    WHERE i.id = e OFFSET 0) i "
 				"  LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id "
-				"  WHERE i.strategy IS DISTINCT FROM 'fetch' OR r.occurrence_kind IS NOT NULL) "
+				"  WHERE i.strategy IS DISTINCT FROM 'fetch' OR r.occurrence_kind IS NOT NULL), "
+				"c.tenant, (SELECT t.context FROM webhook_inbox.tenants t "
+				"  WHERE t.source_id = c.source_id AND t.tenant = c.tenant) "
 				"FROM webhook_inbox.claim($1, $2, $3::interval) c",
 				3, t, v, NULL, SPI_OK_SELECT);
 	rd->nclaims = (int) SPI_processed;
@@ -248,6 +254,10 @@ claim_xact(void *arg)
 		c->nevents = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 		c->expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 6, &isnull));
 		c->fetch_only = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull));
+		c->tenant = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 8));
+		c->context = SPI_getvalue(tup, desc, 9);
+		if (c->context)
+			c->context = MemoryContextStrdup(cxt, c->context);
 	}
 }
 
@@ -427,6 +437,7 @@ load_xact(void *arg)
 									 c->src->api_base, c);
 				if (c->adapter->object_body)
 					c->req.post_body = c->adapter->object_body(c->src, &c->type, c->object_id);
+				wi_request_scope(&c->req, c->adapter, c->src, c->tenant, c->context);
 			}
 			else
 				c->adapter = NULL;
@@ -474,11 +485,12 @@ save_xact(void *arg)
 	const char **unwrap = palloc(sizeof(char *) * Max(n, 1));
 	const char **status = palloc(sizeof(char *) * Max(n, 1));
 	const char **version = palloc(sizeof(char *) * Max(n, 1));
+	const char **creds = palloc(sizeof(char *) * Max(n, 1));
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
-	Oid			t[7] = {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
-	TEXTARRAYOID, TIMESTAMPTZARRAYOID};
-	Datum		v[7];
+	Oid			t[8] = {INT8ARRAYOID, INT4ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, TEXTARRAYOID,
+	TEXTARRAYOID, TIMESTAMPTZARRAYOID, TEXTARRAYOID};
+	Datum		v[8];
 
 	for (int i = 0; i < n; i++)
 	{
@@ -495,6 +507,7 @@ save_xact(void *arg)
 		version[i] = c->type.version_path;
 		sent[i] = TimestampTzGetDatum(c->req.started_at);
 		sent_null[i] = !c->req.started;
+		creds[i] = c->req.credentials;
 	}
 	v[0] = batch_tokens(rd);
 	v[1] = PointerGetDatum(construct_array(https, n, INT4OID, sizeof(int32), true, TYPALIGN_INT));
@@ -504,13 +517,16 @@ save_xact(void *arg)
 	v[5] = text_array(version, n);
 	v[6] = PointerGetDatum(construct_md_array(sent, sent_null, 1, dims, lbs, TIMESTAMPTZOID,
 											  sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	/* whose credentials each request carried: a 404 counts only under the object's tenant's */
+	v[7] = text_array(creds, n);
 	wi_spi_exec(wi_debug_save_per_answer ?
 				"SELECT a.token, webhook_inbox._save_fetched(a.token, a.http, a.body, a.unwrap::jsonpath, "
-				"a.status::jsonpath, a.version::jsonpath, a.sent), 1 "
-				"FROM unnest($1, $2, $3, $4, $5, $6, $7) AS a(token, http, body, unwrap, status, version, sent)" :
+				"a.status::jsonpath, a.version::jsonpath, a.sent, a.cred), 1 "
+				"FROM unnest($1, $2, $3, $4, $5, $6, $7, $8) "
+				"AS a(token, http, body, unwrap, status, version, sent, cred)" :
 				"SELECT token, outcome, 1 FROM webhook_inbox._save_fetched_batch($1, $2, $3, "
-				"$4::jsonpath[], $5::jsonpath[], $6::jsonpath[], $7)",
-				7, t, v, NULL, SPI_OK_SELECT);
+				"$4::jsonpath[], $5::jsonpath[], $6::jsonpath[], $7, $8)",
+				8, t, v, NULL, SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		int32		n;

@@ -1,9 +1,9 @@
 /*
  * sweep.c
- *		Reconciliation sweeps: per (source, object type) with a read API,
- *		list what changed since the checkpoint minus the overlap, compare it
- *		with the mirror, and repair each difference through the same guarded
- *		save path the worker uses.
+ *		Reconciliation sweeps: per (source, tenant, object type) with a read
+ *		API, under the tenant's credentials, list what changed since the
+ *		checkpoint minus the overlap, compare it with the mirror, and repair
+ *		each difference through the same guarded save path the worker uses.
  *
  * A repair first takes the object's lease (claim()'s lease, with a fresh
  * fencing token), so it can never overwrite a save the worker makes under a
@@ -55,6 +55,8 @@ typedef struct Sweep
 {
 	const WiSteps *steps;
 	int32		source_id;
+	const char *tenant;			/* "" for the source's own account */
+	char	   *context;		/* the tenant's Stripe context, or NULL */
 	const char *object_type;
 	const char *trigger;
 	const char *layer;			/* "incremental" or "full" */
@@ -111,6 +113,15 @@ load_step(void *arg)
 
 	s->src = wi_source_load(s->source_id);
 	s->adapter = wi_adapter_for(s->src);
+	if (s->tenant[0] != '\0')
+	{
+		Oid			t[2] = {INT4OID, TEXTOID};
+		Datum		v[2] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->tenant)};
+
+		wi_spi_exec("SELECT (SELECT t.context FROM webhook_inbox.tenants t "
+					"WHERE t.source_id = $1 AND t.tenant = $2)", 2, t, v, NULL, SPI_OK_SELECT);
+		s->context = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	}
 	s->supported = s->adapter != NULL &&
 		s->adapter->type_map(s->src, s->object_type, &s->type) &&
 		s->adapter->list_url(s->src, &s->type, WI_LIST_ALL, NULL) != NULL;
@@ -123,12 +134,12 @@ static void
 begin_step(void *arg)
 {
 	Sweep	   *s = (Sweep *) arg;
-	Oid			t[6] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		v[6] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
+	Oid			t[7] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		v[7] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
 		CStringGetTextDatum(s->trigger),
 		CStringGetTextDatum(psprintf("%d seconds", wi_sweep_overlap_s)),
-		CStringGetTextDatum(s->layer), (Datum) 0};
-	char		nl[6] = {' ', ' ', ' ', ' ', ' ', 'n'};
+		CStringGetTextDatum(s->layer), (Datum) 0, CStringGetTextDatum(s->tenant)};
+	char		nl[7] = {' ', ' ', ' ', ' ', ' ', 'n', ' '};
 	bool		isnull;
 
 	/* an events list keeps a window: older changes cannot be compared through it */
@@ -138,7 +149,7 @@ begin_step(void *arg)
 		nl[5] = ' ';
 	}
 	wi_spi_exec("SELECT run_id, since_epoch FROM webhook_inbox._sweep_begin($1, $2, $3, $4::interval, "
-				"$5, $6::interval)", 6, t, v, nl, SPI_OK_SELECT);
+				"$5, $6::interval, $7)", 7, t, v, nl, SPI_OK_SELECT);
 	s->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	s->since = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 }
@@ -261,14 +272,15 @@ static void
 lease_step(void *arg)
 {
 	Sweep	   *s = (Sweep *) arg;
-	Oid			t[5] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		v[5] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
+	Oid			t[6] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		v[6] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->object_type),
 		CStringGetTextDatum(s->diff->object_id), CStringGetTextDatum(s->holder),
-	CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms))};
+		CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms)),
+	CStringGetTextDatum(s->tenant)};
 	bool		isnull;
 	Datum		d;
 
-	wi_spi_exec("SELECT webhook_inbox._sweep_lease($1, $2, $3, $4, $5::interval)", 5, t, v, NULL,
+	wi_spi_exec("SELECT webhook_inbox._sweep_lease($1, $2, $3, $4, $5::interval, $6)", 6, t, v, NULL,
 		 SPI_OK_SELECT);
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	s->token = isnull ? 0 : DatumGetInt64(d);
@@ -345,6 +357,7 @@ http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 
 	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, s->src->api_base, NULL);
 	req->post_body = body;
+	wi_request_scope(req, s->adapter, s->src, s->tenant, s->context);
 	if (GetCurrentTimestamp() < r->not_before)
 	{
 		req->error = pstrdup("rate_limited: inside the source's Retry-After window");
@@ -477,6 +490,12 @@ repair_one(Sweep *s, Diff *d)
 				s->error = pstrdup("interrupted");
 				return;
 			}
+			if ((req.status == 404 || req.status == 410) && strcmp(req.credentials, s->tenant) != 0)
+			{
+				/* not asked under the tenant's own credentials: no evidence */
+				count_unrepaired(s, 0, 1);
+				return;
+			}
 			if (req.status == 404 || req.status == 410)
 			{
 				s->object = NULL;
@@ -549,8 +568,8 @@ repair_by_id(Sweep *s, const WiSteps *steps, char **ids, int n,
  * propagate and HTTP failures are recorded.
  */
 int64
-wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, const char *layer,
-			 const char *trigger)
+wi_sweep_run(const WiSteps *steps, int32 source_id, const char *tenant, const char *object_type,
+			 const char *layer, const char *trigger)
 {
 	Sweep		s;
 	char	   *url;
@@ -564,6 +583,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type, con
 	memset(&s, 0, sizeof(s));
 	s.steps = steps;
 	s.source_id = source_id;
+	s.tenant = tenant ? tenant : "";
 	s.object_type = object_type;
 	s.trigger = trigger;
 	s.layer = layer;
@@ -685,6 +705,7 @@ typedef struct Targets
 	int32	   *source_ids;
 	char	  **types;
 	char	  **layers;
+	char	  **tenants;
 	int			n;
 } Targets;
 
@@ -697,12 +718,13 @@ targets_step(void *arg)
 	Datum		v[2] = {CStringGetTextDatum(psprintf("%d seconds", wi_sweep_interval_s)),
 	CStringGetTextDatum(psprintf("%d seconds", wi_full_sweep_interval_s))};
 
-	wi_spi_exec("SELECT source_id, object_type, layer FROM webhook_inbox._sweep_targets($1::interval, "
+	wi_spi_exec("SELECT source_id, object_type, layer, tenant FROM webhook_inbox._sweep_targets($1::interval, "
 				"$2::interval)", 2, t, v, NULL, SPI_OK_SELECT);
 	tg->n = (int) SPI_processed;
 	tg->source_ids = MemoryContextAlloc(cxt, sizeof(int32) * Max(tg->n, 1));
 	tg->types = MemoryContextAlloc(cxt, sizeof(char *) * Max(tg->n, 1));
 	tg->layers = MemoryContextAlloc(cxt, sizeof(char *) * Max(tg->n, 1));
+	tg->tenants = MemoryContextAlloc(cxt, sizeof(char *) * Max(tg->n, 1));
 	for (int i = 0; i < tg->n; i++)
 	{
 		bool		isnull;
@@ -713,6 +735,8 @@ targets_step(void *arg)
 															 SPI_tuptable->tupdesc, 2));
 		tg->layers[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
 															  SPI_tuptable->tupdesc, 3));
+		tg->tenants[i] = MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[i],
+															   SPI_tuptable->tupdesc, 4));
 	}
 }
 
@@ -726,12 +750,14 @@ wi_sweep_due(const WiSteps *steps)
 {
 	static TimestampTz last_check = 0;
 	TimestampTz now = GetCurrentTimestamp();
-	Targets		tg = {NULL, NULL, NULL, 0};
+	Targets		tg = {NULL, NULL, NULL, NULL, 0};
 
 	if ((wi_sweep_interval_s <= 0 && wi_full_sweep_interval_s <= 0) ||
 		now - last_check < USECS_PER_SEC)
 		return;
 	last_check = now;
+	/* the tenants first, so that a tenant the provider lists is swept too */
+	wi_tenants_due(steps);
 	if (wi_step_run(steps, targets_step, &tg) != NULL)
 		return;
 	for (int i = 0; i < tg.n && !wi_steps_stopping(steps); i++)
@@ -739,7 +765,7 @@ wi_sweep_due(const WiSteps *steps)
 		/* a source inside its Retry-After window is swept once it ends */
 		if (GetCurrentTimestamp() < wi_rate_for(tg.source_ids[i])->not_before)
 			continue;
-		(void) wi_sweep_run(steps, tg.source_ids[i], tg.types[i], tg.layers[i], "schedule");
+		(void) wi_sweep_run(steps, tg.source_ids[i], tg.tenants[i], tg.types[i], tg.layers[i], "schedule");
 	}
 }
 
@@ -756,6 +782,7 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 	char	   *source;
 	char	   *object_type;
 	char	   *layer;
+	char	   *tenant = "";
 	int32		source_id;
 	int64		run_id;
 
@@ -769,6 +796,8 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	object_type = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	layer = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+		tenant = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	if (strcmp(layer, "incremental") != 0 && strcmp(layer, "full") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -791,7 +820,7 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 	{
 		WiSteps		steps = {WI_STEPS_IN_CALLER, psprintf("backend:%d", MyProcPid), NULL};
 
-		run_id = wi_sweep_run(&steps, source_id, object_type, layer, "manual");
+		run_id = wi_sweep_run(&steps, source_id, tenant, object_type, layer, "manual");
 	}
 	if (run_id == 0)
 		ereport(ERROR,

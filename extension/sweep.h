@@ -17,7 +17,8 @@ extern void wi_sweep_due(const WiSteps *steps);
  * One pass of a layer ("incremental" or "full"); returns the sweep_runs id,
  * 0 when the type has no list API.
  */
-extern int64 wi_sweep_run(const WiSteps *steps, int32 source_id, const char *object_type,
+extern void wi_tenants_due(const WiSteps *steps);
+extern int64 wi_sweep_run(const WiSteps *steps, int32 source_id, const char *tenant, const char *object_type,
 						  const char *layer, const char *trigger);
 
 #endif							/* WI_SWEEP_H */

@@ -9,10 +9,15 @@
 #     with their eight statuses, invoices, PaymentIntents with their cycles,
 #     refunds and disputes, all as stripe-node types them) and a Shopify shop,
 #     delivering a chaotic stream (duplicates, reordering, drops) through the
-#     receiver.
+#     receiver;
+#   - a second webhook-sim as a Stripe Connect platform ($WI_CONNECT_ACCOUNTS
+#     connected accounts, each account's objects readable only under its
+#     Stripe-Account), posting to one source, demo-connect.
 # It shows progress, shows what was dropped (PaymentIntents, canceled
 # subscriptions, refunds among them), sweeps both layers (Stripe's events
-# API, then the full listing) and shows what they repaired, checks the mirror
+# API, then the full listing) and shows what they repaired, lists the
+# platform's accounts and sweeps each under its own header, prints per
+# account what was dropped and repaired, checks the mirror
 # against the provider's truth with `webhook-sim verify`, and keeps the
 # receiver serving until Ctrl-C, which stops everything.  Running it again
 # reuses the cluster.
@@ -23,6 +28,8 @@
 #   WI_PGPORT (5433) PostgreSQL port  WI_EVENTS (2000)   stream size
 #   WI_OBJECTS (200)                  WI_SEED (42)
 #   WI_DUPLICATE (0.1) WI_DROP (0.05) WI_REORDER_MS (300) WI_RATE (400/s)
+#   WI_CONNECT_SIM_PORT (8082) the Stripe Connect platform's provider port
+#   WI_CONNECT_ACCOUNTS (5) its connected accounts
 #   WI_SETUP_ONLY=1: stop after the cluster is up (no receiver, no stream)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +49,10 @@ RATE="${WI_RATE:-400}"
 STRIPE_SECRET="whsec_demo_stripe_secret"
 STRIPE_TYPES="subscription,invoice,payment_intent,refund,dispute"
 SHOP_SECRET="shpss_demo_shop_secret"
+CONNECT_SIM_PORT="${WI_CONNECT_SIM_PORT:-8082}"
+CONNECT_ACCOUNTS="${WI_CONNECT_ACCOUNTS:-5}"
+CONNECT_SECRET="whsec_demo_connect_secret"
+CONNECT_TYPES="subscription,invoice,payment_intent,refund"
 
 scripts/deps.sh
 . scripts/common.sh
@@ -103,16 +114,23 @@ BEGIN
 	END IF;
 	UPDATE webhook_inbox.sources SET api_base = 'http://127.0.0.1:$SIM_PORT'
 	 WHERE name IN ('demo-stripe', 'demo-shop');
+	-- a Stripe Connect platform: one endpoint for its connected accounts
+	IF NOT EXISTS (SELECT 1 FROM webhook_inbox.sources WHERE name = 'demo-connect') THEN
+		PERFORM webhook_inbox.create_source('demo-connect', 'stripe', '$CONNECT_SECRET',
+			api_base => 'http://127.0.0.1:$CONNECT_SIM_PORT', api_token => 'sk_demo',
+			settings => '{"connect": true}');
+	END IF;
+	UPDATE webhook_inbox.sources SET api_base = 'http://127.0.0.1:$CONNECT_SIM_PORT' WHERE name = 'demo-connect';
 END
 \$\$;
 -- each run starts the demo afresh: the provider's truth is regenerated from the seed
 DO \$\$
 DECLARE
-	ids integer[] := ARRAY(SELECT id FROM webhook_inbox.sources WHERE name IN ('demo-stripe', 'demo-shop'));
+	ids integer[] := ARRAY(SELECT id FROM webhook_inbox.sources WHERE name IN ('demo-stripe', 'demo-shop', 'demo-connect'));
 	t text;
 BEGIN
 	FOREACH t IN ARRAY ARRAY['repairs', 'sweep_runs', 'sweep_checkpoints', 'effects', 'transitions',
-							 'occurrences', 'object_leases', 'objects', 'deliveries', 'inbox'] LOOP
+							 'occurrences', 'object_leases', 'objects', 'deliveries', 'inbox', 'tenants'] LOOP
 		IF to_regclass('webhook_inbox.' || t) IS NOT NULL THEN
 			EXECUTE format('DELETE FROM webhook_inbox.%I WHERE source_id = ANY (\$1)', t) USING ids;
 		END IF;
@@ -159,12 +177,25 @@ for _ in $(seq 1 100); do
 	curl -fsS "$SIM/_sim/status" >/dev/null 2>&1 && break
 	sleep 0.1
 done
+# the Connect platform: its accounts' objects readable only under their Stripe-Account
+tools/webhook-sim serve --listen "127.0.0.1:$CONNECT_SIM_PORT" --seed "$SEED" --objects $((OBJECTS / 2)) \
+	--events $((EVENTS / 2)) --stripe "demo-connect:$CONNECT_SECRET" --types "$CONNECT_TYPES" \
+	--connect-accounts "$CONNECT_ACCOUNTS" --api-token sk_demo --deliver-to "http://127.0.0.1:$PORT" \
+	--duplicate "$DUPLICATE" --drop "$DROP" --reorder-ms "$REORDER_MS" --rate "$RATE" --retry-base-ms 200 \
+	> "$RUN/sim-connect.log" 2>&1 &
+PIDS+=($!)
+CSIM="http://127.0.0.1:$CONNECT_SIM_PORT"
+for _ in $(seq 1 100); do
+	curl -fsS "$CSIM/_sim/status" >/dev/null 2>&1 && break
+	sleep 0.1
+done
 
 cat <<MSG
 webhook_inbox demo: $EVENTS events over $OBJECTS objects, seed $SEED,
 chaos: duplicate $DUPLICATE, drop $DROP, reorder up to ${REORDER_MS} ms.
   receiver  http://127.0.0.1:$PORT/hooks/{source}   (metrics: http://127.0.0.1:$ADMIN_PORT/metrics)
   provider  $SIM  (webhook-sim)
+  Connect   $CSIM  (webhook-sim: a platform with $CONNECT_ACCOUNTS connected accounts)
   database  psql -h 127.0.0.1 -p $PGPORT -U postgres
 MSG
 
@@ -206,6 +237,10 @@ while :; do
 	sleep 0.5
 done
 [ "$TTY" = 1 ] && echo
+for _ in $(seq 1 600); do
+	curl -fsS "$CSIM/_sim/status" 2>/dev/null | grep -q '"done":true' && break
+	sleep 0.5
+done
 
 # what the network lost on the way, by the kind of change
 st="$(curl -fsS "$SIM/_sim/status")"
@@ -223,6 +258,13 @@ echo "sweeping: Stripe's events API (incremental), then every object (full)..."
 		 LATERAL webhook_inbox.sweep_now(v.s, v.t, l.layer) r
 	WHERE NOT (v.s = 'demo-shop' AND l.layer = 'incremental')
 	ORDER BY l.k, v.n" | sed 's/^/  /'
+echo "Connect platform: its accounts, from GET /v1/accounts, each swept under its Stripe-Account..."
+"${PSQL[@]}" -At -c "SELECT webhook_inbox.discover_tenants('demo-connect')" > /dev/null
+"${PSQL[@]}" -At -F' ' -c "SELECT count(*) FILTER (WHERE r.status = 'complete') || ' of ' || count(*) || ' passes complete'
+	FROM webhook_inbox.tenants t JOIN webhook_inbox.sources s ON s.id = t.source_id AND s.name = 'demo-connect',
+		 unnest(string_to_array('$CONNECT_TYPES', ',')) ty, unnest(ARRAY['incremental', 'full']) l,
+		 LATERAL webhook_inbox.sweep_now('demo-connect', ty, l, t.tenant) r
+	WHERE t.status = 'active'" | sed 's/^/  /'
 # repairs may enqueue work of their own: let the worker finish it
 for _ in $(seq 1 200); do
 	w="$("${PSQL[@]}" -At -c "SELECT count(*) FROM webhook_inbox.inbox WHERE status IN ('pending', 'processing', 'retry')")"
@@ -238,7 +280,26 @@ echo "repaired (by the sweeps and by fetches of later events), per object type:"
 	FROM webhook_inbox.repairs r JOIN webhook_inbox.sources s ON s.id = r.source_id
 	WHERE s.name IN ('demo-stripe', 'demo-shop') GROUP BY r.object_type ORDER BY 1"
 
+echo "per connected account: deliveries dropped on the way, and repaired:"
+"${PSQL[@]}" -At -F' ' -v st="$(curl -fsS "$CSIM/_sim/status")" <<'SQL' | sed 's/^/  /'
+SELECT t.tenant || ': dropped ' || coalesce((:'st'::jsonb -> 'dropped_accounts' ->> t.tenant)::int, 0)
+	   || ', repaired ' || (SELECT count(*) FROM webhook_inbox.repairs r
+							 WHERE r.source_id = t.source_id AND r.tenant = t.tenant)
+	   || ', objects ' || (SELECT count(*) FROM webhook_inbox.objects o
+							WHERE o.source_id = t.source_id AND o.tenant = t.tenant)
+  FROM webhook_inbox.tenants t JOIN webhook_inbox.sources s ON s.id = t.source_id
+ WHERE s.name = 'demo-connect' ORDER BY t.tenant;
+SQL
+
 ok=1
+if tools/webhook-sim verify --db "host=$RUN port=$PGPORT user=postgres dbname=postgres" \
+	--source demo-connect --api "$CSIM" > "$RUN/verify-demo-connect.txt" 2>&1; then
+	echo "verify demo-connect: every account's mirror equals its truth ($(tail -n 1 "$RUN/verify-demo-connect.txt"))"
+else
+	ok=0
+	echo "verify demo-connect: DIFFERENCES"
+	head -n 20 "$RUN/verify-demo-connect.txt"
+fi
 for s in demo-stripe demo-shop; do
 	if tools/webhook-sim verify --db "host=$RUN port=$PGPORT user=postgres dbname=postgres" \
 		--source "$s" --api "$SIM" > "$RUN/verify-$s.txt" 2>&1; then

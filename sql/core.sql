@@ -141,19 +141,25 @@ CREATE TABLE @extschema@.inbox (
 	received_at		timestamptz NOT NULL DEFAULT now(),
 	processed_at	timestamptz,
 	updated_at		timestamptz NOT NULL DEFAULT now(),
+	tenant			text NOT NULL DEFAULT '',
+	tenant_context	text,
 	CONSTRAINT inbox_source_event_key UNIQUE (source_id, event_id),
 	CONSTRAINT inbox_claimable_check CHECK (status <> ALL ('{pending,retry,processing}'::text[])
 		OR (object_type IS NOT NULL AND object_id IS NOT NULL AND strategy IS NOT NULL))
 );
 CREATE INDEX inbox_claim_idx ON @extschema@.inbox (id)
 	WHERE status IN ('pending', 'retry', 'processing');
-CREATE INDEX inbox_object_idx ON @extschema@.inbox (source_id, object_type, object_id)
+CREATE INDEX inbox_object_idx ON @extschema@.inbox (source_id, tenant, object_type, object_id)
 	WHERE status IN ('pending', 'retry', 'processing');
 CREATE INDEX inbox_claim_token_idx ON @extschema@.inbox (claim_token) WHERE status = 'processing';
 COMMENT ON TABLE @extschema@.inbox IS
 	'One row per logical message, unique on (source_id, event_id): the id the provider keeps across retries.';
 COMMENT ON COLUMN @extschema@.inbox.raw_body IS
 	'The exact bytes, kept only for quarantined deliveries whose body could not be read.';
+COMMENT ON COLUMN @extschema@.inbox.tenant IS
+	'The provider account the event belongs to, read from the provider''s contract (Stripe: top-level account, else context; Shopify: X-Shopify-Shop-Domain; GitHub: installation.id); empty for a source with one account. The event id stays unique per source, not per tenant: a provider''s event ids are global to it, so a redelivery is a duplicate whatever tenant it names.';
+COMMENT ON COLUMN @extschema@.inbox.tenant_context IS
+	'Stripe''s context (Organizations, thin events) when the event carried one: it supersedes the account for the credentials (Stripe-Context).';
 COMMENT ON COLUMN @extschema@.inbox.decided_route IS
 	'The route (and its version) that decided the event when it was processed.';
 
@@ -167,7 +173,8 @@ CREATE TABLE @extschema@.deliveries (
 	body_size		integer NOT NULL CONSTRAINT deliveries_size_check CHECK (body_size >= 0),
 	outcome			text NOT NULL
 		CONSTRAINT deliveries_outcome_check
-		CHECK (outcome = ANY ('{new,duplicate,quarantined}'::text[]))
+		CHECK (outcome = ANY ('{new,duplicate,quarantined}'::text[])),
+	tenant			text NOT NULL DEFAULT ''
 );
 CREATE INDEX deliveries_event_idx ON @extschema@.deliveries (source_id, event_id);
 -- prune() deletes by received_at, which follows insertion order: a BRIN
@@ -205,7 +212,8 @@ CREATE TABLE @extschema@.objects (
 	last_event_id	bigint,
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	tombstone_pending_since timestamptz,
-	PRIMARY KEY (source_id, object_type, object_id)
+	tenant			text NOT NULL DEFAULT '',
+	PRIMARY KEY (source_id, tenant, object_type, object_id)
 );
 COMMENT ON TABLE @extschema@.objects IS
 	'The mirror: the latest known state of each provider object.';
@@ -225,7 +233,8 @@ CREATE TABLE @extschema@.object_leases (
 	holder			text NOT NULL,
 	claimed_at		timestamptz NOT NULL DEFAULT now(),
 	expires_at		timestamptz NOT NULL,
-	PRIMARY KEY (source_id, object_type, object_id)
+	tenant			text NOT NULL DEFAULT '',
+	PRIMARY KEY (source_id, tenant, object_type, object_id)
 );
 COMMENT ON TABLE @extschema@.object_leases IS
 	'At most one live claim per object; token is the fencing token of the current claim.';
@@ -243,9 +252,10 @@ CREATE TABLE @extschema@.transitions (
 	reason			text,
 	cause			text NOT NULL,
 	event_id		bigint,
-	at				timestamptz NOT NULL DEFAULT now()
+	at				timestamptz NOT NULL DEFAULT now(),
+	tenant			text NOT NULL DEFAULT ''
 );
-CREATE INDEX transitions_object_idx ON @extschema@.transitions (source_id, object_type, object_id);
+CREATE INDEX transitions_object_idx ON @extschema@.transitions (source_id, tenant, object_type, object_id);
 COMMENT ON TABLE @extschema@.transitions IS
 	'History of status changes per object; applied = false keeps backward events with their reason.';
 
@@ -270,10 +280,31 @@ CREATE TABLE @extschema@.occurrences (
 	payload			jsonb,
 	first_event_id	bigint,
 	recorded_at		timestamptz NOT NULL DEFAULT now(),
-	CONSTRAINT occurrences_key UNIQUE (source_id, kind, occurrence_id)
+	tenant			text NOT NULL DEFAULT '',
+	CONSTRAINT occurrences_key UNIQUE (source_id, tenant, kind, occurrence_id)
 );
 COMMENT ON TABLE @extschema@.occurrences IS
 	'Insert-once facts (payment, refund, dispute) unique on their own id.';
+
+CREATE TABLE @extschema@.tenants (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	tenant			text NOT NULL CONSTRAINT tenants_tenant_check CHECK (tenant <> ''),
+	context			text,
+	status			text NOT NULL DEFAULT 'active'
+		CONSTRAINT tenants_status_check CHECK (status IN ('active', 'disabled', 'flagged')),
+	reason			text,
+	discovered_by	text NOT NULL
+		CONSTRAINT tenants_discovered_check CHECK (discovered_by IN ('delivery', 'list', 'manual')),
+	first_seen		timestamptz NOT NULL DEFAULT now(),
+	last_seen		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, tenant)
+);
+COMMENT ON TABLE @extschema@.tenants IS
+	'The provider accounts a source serves (Stripe Connect accounts, a Shopify app''s shops, a GitHub App''s installations), registered as deliveries name them and as the provider''s own list of them (Stripe GET /v1/accounts) shows them. The sweep reconciles each active tenant under that tenant''s credentials; a source''s empty tenant (its own account) is not listed here.';
+COMMENT ON COLUMN @extschema@.tenants.context IS
+	'Stripe: the context a delivery carried (Organizations); when set, reads for the tenant send Stripe-Context with it instead of Stripe-Account.';
+COMMENT ON COLUMN @extschema@.tenants.status IS
+	'active: reconciled; disabled: deauthorized or uninstalled, not read; flagged: its credentials were refused, waiting for a person (reason says why).';
 
 CREATE TABLE @extschema@.requeues (
 	id				bigserial PRIMARY KEY,
@@ -742,14 +773,14 @@ CREATE FUNCTION @extschema@._intake_inbox_rows(batch bigint)
 RETURNS TABLE (source_id integer, event_id text, correlation_id text, event_type text,
 	object_type text, object_id text, strategy text, route_id integer, route_version integer,
 	provider_version numeric, provider_time timestamptz, status_value text, payload jsonb,
-	raw_body bytea, body_sha256 bytea, status text, reason text)
+	raw_body bytea, body_sha256 bytea, status text, reason text, tenant text, tenant_context text)
 AS 'MODULE_PATHNAME', 'wi_intake_inbox_rows'
 LANGUAGE C VOLATILE ROWS 64;
 COMMENT ON FUNCTION @extschema@._intake_inbox_rows(bigint) IS
 	'Internal to intake_batch(): the inbox rows of the batch in progress, for its INSERT. Raises when called with any other handle.';
 CREATE FUNCTION @extschema@._intake_delivery_rows(batch bigint)
 RETURNS TABLE (source_id integer, event_id text, delivery_id text, body_sha256 bytea,
-	body_size integer, outcome text)
+	body_size integer, outcome text, tenant text)
 AS 'MODULE_PATHNAME', 'wi_intake_delivery_rows'
 LANGUAGE C VOLATILE ROWS 64;
 COMMENT ON FUNCTION @extschema@._intake_delivery_rows(bigint) IS
@@ -769,11 +800,11 @@ COMMENT ON FUNCTION @extschema@.intake_batch(text[], text[], bytea[]) IS
 CREATE FUNCTION @extschema@.claim(worker text, max_objects integer DEFAULT 10,
 	lease interval DEFAULT '30 seconds', fetch_delay interval DEFAULT NULL)
 RETURNS TABLE (claim_token bigint, source text, source_id integer, object_type text, object_id text,
-			   event_ids bigint[], strategy text, expires_at timestamptz)
+			   event_ids bigint[], strategy text, expires_at timestamptz, tenant text)
 AS 'MODULE_PATHNAME', 'wi_claim'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.claim(text, integer, interval, interval) IS
-	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token. Fetch-strategy events wait fetch_delay (default webhook_inbox.fetch_delay) so a burst costs one fetch.';
+	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token. Fetch-strategy events wait fetch_delay (default webhook_inbox.fetch_delay) so a burst costs one fetch. An object is (source, tenant, object type, object id): tenant is the provider account it belongs to, empty for a source with one account.';
 
 CREATE FUNCTION @extschema@._lease_for(p_token bigint) RETURNS webhook_inbox.object_leases
 LANGUAGE plpgsql AS $$
@@ -905,7 +936,7 @@ COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
 -- Mirror: version guard (C), machines (C), occurrences
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_object_type text, p_object_id text,
+CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_tenant text, p_object_type text, p_object_id text,
 	p_token bigint)
 RETURNS boolean
 LANGUAGE sql STABLE AS $$
@@ -920,16 +951,18 @@ LANGUAGE sql STABLE AS $$
 	SELECT p_token IS NOT NULL AND (
 		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
 				 WHERE l.source_id OPERATOR(pg_catalog.=) p_source_id
+				   AND l.tenant OPERATOR(pg_catalog.=) p_tenant
 				   AND l.object_type OPERATOR(pg_catalog.=) p_object_type
 				   AND l.object_id OPERATOR(pg_catalog.=) p_object_id
 				   AND l.token OPERATOR(pg_catalog.<>) p_token)
 		OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
 					WHERE o.source_id OPERATOR(pg_catalog.=) p_source_id
+					  AND o.tenant OPERATOR(pg_catalog.=) p_tenant
 					  AND o.object_type OPERATOR(pg_catalog.=) p_object_type
 					  AND o.object_id OPERATOR(pg_catalog.=) p_object_id
 					  AND o.fence_token OPERATOR(pg_catalog.>) p_token))
 $$;
-COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, bigint) IS
+COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, text, bigint) IS
 	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it. Every guarded save asks this.';
 
 CREATE FUNCTION @extschema@.upsert_object(source text, object_type text, object_id text,
@@ -1024,14 +1057,14 @@ BEGIN
 			USING ERRCODE = 'undefined_object',
 				  HINT = 'Insert its edges into webhook_inbox.machines.';
 	END IF;
-	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status)
-	VALUES (sid, apply_transition.object_type, apply_transition.object_id, 'unknown')
+	INSERT INTO webhook_inbox.objects (source_id, tenant, object_type, object_id, status)
+	VALUES (sid, '', apply_transition.object_type, apply_transition.object_id, 'unknown')
 	ON CONFLICT DO NOTHING;
 	SELECT * INTO o FROM webhook_inbox.objects x
-	 WHERE x.source_id = sid AND x.object_type = apply_transition.object_type
+	 WHERE x.source_id = sid AND x.tenant = '' AND x.object_type = apply_transition.object_type
 	   AND x.object_id = apply_transition.object_id
 	   FOR UPDATE;
-	IF webhook_inbox._fenced(sid, apply_transition.object_type, apply_transition.object_id, claim_token) THEN
+	IF webhook_inbox._fenced(sid, '', apply_transition.object_type, apply_transition.object_id, claim_token) THEN
 		RETURN 'fenced';
 	END IF;
 	cur := coalesce(o.status, 'unknown');
@@ -1039,26 +1072,52 @@ BEGIN
 		RETURN 'duplicate';
 	END IF;
 	IF NOT webhook_inbox.transition_allowed(machine, cur, new_status) THEN
-		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, machine, from_status,
+		INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, machine, from_status,
 											   to_status, applied, reason, cause, event_id)
-		VALUES (sid, apply_transition.object_type, apply_transition.object_id, machine, cur, new_status,
+		VALUES (sid, '', apply_transition.object_type, apply_transition.object_id, machine, cur, new_status,
 				false, format('backward: %s is not reachable from %s', new_status, cur), cause_text, event);
 		RETURN 'backward';
 	END IF;
 	UPDATE webhook_inbox.objects x
 	   SET status = new_status, state = coalesce(apply_transition.state, x.state), last_event_id = event,
 		   fence_token = greatest(x.fence_token, claim_token), deleted = false, updated_at = now()
-	 WHERE x.source_id = sid AND x.object_type = apply_transition.object_type
+	 WHERE x.source_id = sid AND x.tenant = '' AND x.object_type = apply_transition.object_type
 	   AND x.object_id = apply_transition.object_id;
-	INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, machine, from_status,
+	INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, machine, from_status,
 										   to_status, applied, cause, event_id)
-	VALUES (sid, apply_transition.object_type, apply_transition.object_id, machine, cur, new_status,
+	VALUES (sid, '', apply_transition.object_type, apply_transition.object_id, machine, cur, new_status,
 			true, cause_text, event);
 	RETURN 'applied';
 END
 $$;
 COMMENT ON FUNCTION @extschema@.apply_transition(text, text, text, text, text, bigint, bigint, jsonb) IS
 	'Applies a legal forward transition of a state machine; returns applied, duplicate, backward (recorded, never retried) or fenced.';
+
+CREATE FUNCTION @extschema@._record_occurrence(p_source_id integer, tenant text, kind text, occurrence_id text,
+	payload jsonb DEFAULT NULL, event bigint DEFAULT NULL, amount bigint DEFAULT NULL,
+	currency text DEFAULT NULL)
+RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+	n integer;
+BEGIN
+	IF kind IS NULL OR kind = '' OR occurrence_id IS NULL OR occurrence_id = '' THEN
+		RAISE EXCEPTION 'kind and occurrence_id must not be empty'
+			USING ERRCODE = 'null_value_not_allowed';
+	END IF;
+	INSERT INTO webhook_inbox.occurrences (source_id, tenant, kind, occurrence_id, amount, currency, payload,
+										   first_event_id)
+	VALUES (p_source_id, _record_occurrence.tenant, kind, occurrence_id,
+			coalesce(amount, CASE WHEN jsonb_typeof(payload -> 'amount') = 'number'
+								  THEN (payload ->> 'amount')::numeric::bigint END),
+			coalesce(currency, payload ->> 'currency'), payload, event)
+	ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING;
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n = 1;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._record_occurrence(integer, text, text, text, jsonb, bigint, bigint, text) IS
+	'record_occurrence() for a source by id and a tenant of it: the sweep records a tenant''s occurrences with it.';
 
 CREATE FUNCTION @extschema@.record_occurrence(source text, kind text, occurrence_id text,
 	payload jsonb DEFAULT NULL, event bigint DEFAULT NULL, amount bigint DEFAULT NULL,

@@ -51,12 +51,13 @@ CREATE TABLE @extschema@.effects (
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	uncertain_since timestamptz,
 	lookup_cursor	text,
+	tenant			text NOT NULL DEFAULT '',
 	CONSTRAINT effects_http_check CHECK (kind <> 'http' OR (source_id IS NOT NULL
 		AND request ? 'method' AND request ? 'path'))
 );
 CREATE INDEX effects_due_idx ON @extschema@.effects (next_attempt_at)
 	WHERE status IN ('pending', 'submitting', 'uncertain');
-CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, object_type, object_id);
+CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, tenant, object_type, object_id);
 COMMENT ON TABLE @extschema@.effects IS
 	'Approved operations, one per effect_key, with their exact request and a stable idempotency key. States: pending, submitting, done, failed (a definitive rejection), uncertain (sent, outcome unknown), quarantined (a person decides).';
 COMMENT ON COLUMN @extschema@.effects.lookup_cursor IS
@@ -154,9 +155,9 @@ COMMENT ON FUNCTION @extschema@._effect_fill(jsonb, jsonb, boolean) IS
 CREATE FUNCTION @extschema@._fire_effects() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, object_type, object_id, transition_id,
+	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, tenant, object_type, object_id, transition_id,
 									   rule_id, request, idempotency_key, owner)
-	SELECT k.key, r.kind, t.source_id, t.object_type, t.object_id, t.id, r.id,
+	SELECT k.key, r.kind, t.source_id, t.tenant, t.object_type, t.object_id, t.id, r.id,
 		   webhook_inbox._effect_fill(r.request,
 									  jsonb_build_object('object_id', t.object_id, 'object_type', t.object_type,
 														 'from', coalesce(t.from_status, ''), 'to', t.to_status),
@@ -169,7 +170,9 @@ BEGIN
 	   AND r.object_type = t.object_type
 	   AND (r.from_status = '*' OR r.from_status = t.from_status)
 	   AND r.to_status = t.to_status
-	  CROSS JOIN LATERAL (SELECT format('%s:%s:%s/%s:%s->%s#%s', r.kind, t.source_id, t.object_type,
+	  /* a tenant's object is named with its tenant: source@tenant */
+	  CROSS JOIN LATERAL (SELECT format('%s:%s%s:%s/%s:%s->%s#%s', r.kind, t.source_id,
+										CASE WHEN t.tenant <> '' THEN '@' || t.tenant ELSE '' END, t.object_type,
 										t.object_id, coalesce(t.from_status, ''), t.to_status, t.id) AS key) k
 	 WHERE t.applied
 	 ORDER BY t.id, r.id
@@ -178,14 +181,15 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._fire_effects() IS
-	'Inserts the effects of the applied transitions of a statement, keyed by (kind, source, object, transition), their requests filled by _effect_fill().';
+	'Inserts the effects of the applied transitions of a statement, keyed by (kind, source and tenant, object, transition), their requests filled by _effect_fill(); an effect is made for the transition''s tenant.';
 CREATE TRIGGER transitions_fire_effects AFTER INSERT ON @extschema@.transitions
 	REFERENCING NEW TABLE AS new_transitions
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._fire_effects();
 
 CREATE FUNCTION @extschema@.request_effect(effect_key text, kind text, request jsonb,
 	idempotency_key text DEFAULT NULL, source text DEFAULT NULL, owner text DEFAULT 'engineering',
-	amount bigint DEFAULT NULL, ceiling_group text DEFAULT NULL, ceiling bigint DEFAULT NULL)
+	amount bigint DEFAULT NULL, ceiling_group text DEFAULT NULL, ceiling bigint DEFAULT NULL,
+	tenant text DEFAULT '')
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -263,15 +267,15 @@ BEGIN
 	END IF;
 
 	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, request, idempotency_key, owner, amount,
-									   ceiling_group)
+									   ceiling_group, tenant)
 	VALUES (effect_key, kind, sid, request, coalesce(request_effect.idempotency_key, effect_key), owner,
-			amount, ceiling_group)
+			amount, ceiling_group, coalesce(request_effect.tenant, ''))
 	RETURNING id INTO new_id;
 	RETURN new_id;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, text, bigint, text, bigint) IS
-	'Records an approved operation with its exact request. The same key and request return the existing effect; the same key with another request is refused. Returns the effect id.';
+COMMENT ON FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, text, bigint, text, bigint, text) IS
+	'Records an approved operation with its exact request (for a tenant of the source: the worker makes it under that tenant''s credentials, Stripe-Account). The same key and request return the existing effect; the same key with another request is refused. Returns the effect id.';
 
 CREATE FUNCTION @extschema@.resolve_effect(effect_id bigint, outcome text, note text) RETURNS text
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$

@@ -36,7 +36,8 @@ $$;
 CREATE TABLE @extschema@.queue_owners (
 	queue			text NOT NULL
 		CONSTRAINT queue_owners_queue_check CHECK (queue IN ('quarantined_event', 'unorderable_event',
-			'uncertain_effect', 'quarantined_effect', 'failed_sweep', 'skipped_sweep', 'flagged_source')),
+			'uncertain_effect', 'quarantined_effect', 'failed_sweep', 'skipped_sweep', 'flagged_source',
+			'flagged_tenant')),
 	reason			text NOT NULL CONSTRAINT queue_owners_reason_check CHECK (reason <> ''),
 	owner			text NOT NULL
 		CONSTRAINT queue_owners_owner_check CHECK (owner IN ('engineering', 'operations', 'finance')),
@@ -55,7 +56,8 @@ INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
 	('unorderable_event', '*', 'operations', 'no version, no read API, no machine: a person decides what the event means', true),
 	('failed_sweep', '*', 'engineering', 'reconciliation could not list the provider', true),
 	('skipped_sweep', '*', 'engineering', 'incomplete reconciliation passes: they could not compare every object (sweep_runs.incomplete_reason)', true),
-	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true);
+	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true),
+	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenants.reason)', true);
 
 /*
  * A change of a preset row becomes a row of the user's: the preset stays as
@@ -371,7 +373,9 @@ CREATE TRIGGER shopify_compliance AFTER INSERT ON @extschema@.occurrences
 CREATE INDEX inbox_quarantined_idx ON @extschema@.inbox (source_id, reason) WHERE status = 'quarantined';
 
 /*
- * One row per (queue, source, reason) with something in it.  Events are
+ * One row per (queue, source, reason, tenant) with something in it.  A
+ * tenant's items are its own rows (tenant is '' for a source's own
+ * account); a tenant whose credentials were refused is a flagged_tenant row.  Events are
  * grouped by their reason's first word (the part before the colon);
  * effects by their kind; sweeps by object type: the failed and incomplete
  * passes since the last complete one; a flagged source is one row.
@@ -381,45 +385,51 @@ WITH ev AS (
 	SELECT CASE WHEN split_part(i.reason, ':', 1) = 'unorderable' THEN 'unorderable_event'
 				ELSE 'quarantined_event' END AS queue,
 		   i.source_id, coalesce(nullif(split_part(i.reason, ':', 1), ''), 'unknown') AS reason,
-		   count(*) AS count, now() - min(i.updated_at) AS oldest_age, min(i.id) AS oldest_id
+		   count(*) AS count, now() - min(i.updated_at) AS oldest_age, min(i.id) AS oldest_id, i.tenant
 	  FROM webhook_inbox.inbox i
 	 WHERE i.status = 'quarantined'
-	 GROUP BY 1, 2, 3),
+	 GROUP BY 1, 2, 3, i.tenant),
 ef AS (
 	SELECT CASE e.status WHEN 'uncertain' THEN 'uncertain_effect' ELSE 'quarantined_effect' END AS queue,
 		   e.source_id, e.kind AS reason, e.owner,
 		   count(*) AS count, now() - min(coalesce(e.uncertain_since, e.updated_at)) AS oldest_age,
-		   min(e.id) AS oldest_id
+		   min(e.id) AS oldest_id, e.tenant
 	  FROM webhook_inbox.effects e
 	 WHERE e.status IN ('uncertain', 'quarantined')
-	 GROUP BY 1, 2, 3, 4),
+	 GROUP BY 1, 2, 3, 4, e.tenant),
 sw AS (
 	SELECT CASE r.status WHEN 'failed' THEN 'failed_sweep' ELSE 'skipped_sweep' END AS queue,
 		   r.source_id, r.object_type AS reason,
-		   count(*) AS count, now() - min(r.started_at) AS oldest_age, min(r.id) AS oldest_id
+		   count(*) AS count, now() - min(r.started_at) AS oldest_age, min(r.id) AS oldest_id, r.tenant
 	  FROM webhook_inbox.sweep_runs r
 	 WHERE r.status IN ('failed', 'incomplete')
+	   /* since the last complete pass of the same tenant's type: another tenant's proves nothing */
 	   AND r.started_at > coalesce((SELECT max(x.started_at) FROM webhook_inbox.sweep_runs x
-									 WHERE x.source_id = r.source_id AND x.object_type = r.object_type
+									 WHERE x.source_id = r.source_id AND x.tenant = r.tenant
+									   AND x.object_type = r.object_type
 									   AND x.status = 'complete'), '-infinity')
-	 GROUP BY 1, 2, 3)
+	 GROUP BY 1, 2, 3, r.tenant)
 SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, q.reason, q.fallback) AS owner,
-	   q.count, q.oldest_age, q.oldest_id
-  FROM (SELECT queue, source_id, reason, 'engineering' AS fallback, count, oldest_age, oldest_id FROM ev
+	   q.count, q.oldest_age, q.oldest_id, q.tenant
+  FROM (SELECT queue, source_id, reason, 'engineering' AS fallback, count, oldest_age, oldest_id, tenant FROM ev
 		UNION ALL
-		SELECT queue, source_id, reason, owner, count, oldest_age, oldest_id FROM ef
+		SELECT queue, source_id, reason, owner, count, oldest_age, oldest_id, tenant FROM ef
 		UNION ALL
-		SELECT queue, source_id, reason, 'engineering', count, oldest_age, oldest_id FROM sw
+		SELECT queue, source_id, reason, 'engineering', count, oldest_age, oldest_id, tenant FROM sw
 		UNION ALL
-		SELECT 'flagged_source', x.id, 'credentials_refused', 'engineering', 1, now() - x.updated_at, x.id
+		SELECT 'flagged_source', x.id, 'credentials_refused', 'engineering', 1, now() - x.updated_at, x.id, ''
 		  FROM webhook_inbox.sources x WHERE x.flagged IS NOT NULL
 		UNION ALL
+		SELECT 'flagged_tenant', t.source_id, 'credentials_refused', 'engineering', 1, now() - t.last_seen,
+			   t.source_id, t.tenant
+		  FROM webhook_inbox.tenants t WHERE t.status = 'flagged'
+		UNION ALL
 		SELECT 'data_request', d.source_id, 'customers/data_request', 'operations', count(*),
-			   now() - min(d.requested_at), min(d.id)
+			   now() - min(d.requested_at), min(d.id), ''
 		  FROM webhook_inbox.data_requests d WHERE d.resolved_at IS NULL GROUP BY d.source_id) q
   LEFT JOIN webhook_inbox.sources s ON s.id = q.source_id;
 COMMENT ON VIEW @extschema@.queues IS
-	'Everything waiting on a person, one row per (queue, source, reason): count, oldest age, the oldest item''s id (event, effect, sweep run, source or Shopify data request) and the accountable owner from queue_owners.';
+	'Everything waiting on a person, one row per (queue, source, reason, tenant): count, oldest age, the oldest item''s id (event, effect, sweep run, source or Shopify data request) and the accountable owner from queue_owners. A tenant whose credentials the provider refused is a flagged_tenant row.';
 
 ---------------------------------------------------------------------------
 -- Views without payloads, for the reader
@@ -429,14 +439,14 @@ CREATE VIEW @extschema@.inbox_events AS
 SELECT i.id, s.name AS source, i.event_id, i.correlation_id, i.event_type, i.object_type, i.object_id,
 	   i.strategy, i.route_id, i.route_version, i.provider_version, i.provider_time, i.status, i.reason,
 	   i.attempts, i.next_attempt_at, i.decided_route, i.decided_route_version, i.received_at,
-	   i.processed_at, i.updated_at
+	   i.processed_at, i.updated_at, i.tenant
   FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id;
 COMMENT ON VIEW @extschema@.inbox_events IS
 	'The inbox without payloads or raw bodies: identities, classification, status and reason.';
 
 CREATE VIEW @extschema@.mirror AS
 SELECT s.name AS source, o.object_type, o.object_id, o.status, o.version, o.provider_time, o.deleted,
-	   o.last_event_id, o.updated_at
+	   o.last_event_id, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id;
 COMMENT ON VIEW @extschema@.mirror IS 'The mirror''s metadata without the objects'' state.';
 
@@ -733,7 +743,7 @@ SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS 
 	   CASE WHEN jsonb_typeof(o.state -> 'cancel_at_period_end') = 'boolean'
 			 THEN (o.state ->> 'cancel_at_period_end')::boolean END AS cancel_at_period_end,
 	   webhook_inbox._unix_time(o.state -> 'canceled_at') AS canceled_at,
-	   o.state #>> '{items,data,0,price,id}' AS price, o.deleted, o.updated_at
+	   o.state #>> '{items,data,0,price,id}' AS price, o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type = 'subscription';
 COMMENT ON VIEW @extschema@.stripe_subscriptions IS
@@ -744,7 +754,7 @@ SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS 
 	   coalesce(o.state ->> 'subscription', o.state #>> '{parent,subscription_details,subscription}') AS subscription,
 	   webhook_inbox._number(o.state -> 'amount_due')::bigint AS amount_due,
 	   webhook_inbox._number(o.state -> 'amount_paid')::bigint AS amount_paid,
-	   o.state ->> 'currency' AS currency, o.deleted, o.updated_at
+	   o.state ->> 'currency' AS currency, o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type = 'invoice';
 COMMENT ON VIEW @extschema@.stripe_invoices IS 'Mirrored Stripe invoices: status, customer, subscription, amounts in the currency''s minor unit.';
@@ -752,14 +762,14 @@ COMMENT ON VIEW @extschema@.stripe_invoices IS 'Mirrored Stripe invoices: status
 CREATE VIEW @extschema@.stripe_payment_intents AS
 SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS customer,
 	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount, o.state ->> 'currency' AS currency,
-	   o.deleted, o.updated_at
+	   o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type IN ('payment', 'payment_intent');
 COMMENT ON VIEW @extschema@.stripe_payment_intents IS 'Mirrored Stripe PaymentIntents: status, customer, amount in the minor unit, currency.';
 
 CREATE VIEW @extschema@.stripe_customers AS
 SELECT s.name AS source, o.object_id AS id, o.state ->> 'email' AS email, o.state ->> 'name' AS name,
-	   o.deleted, o.updated_at
+	   o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type = 'customer';
 COMMENT ON VIEW @extschema@.stripe_customers IS 'Mirrored Stripe customers: email and name.';
@@ -772,7 +782,7 @@ SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'customer' AS 
 	   o.state ->> 'currency' AS currency,
 	   CASE WHEN jsonb_typeof(o.state -> 'refunded') = 'boolean' THEN (o.state ->> 'refunded')::boolean END AS refunded,
 	   CASE WHEN jsonb_typeof(o.state -> 'disputed') = 'boolean' THEN (o.state ->> 'disputed')::boolean END AS disputed,
-	   o.deleted, o.updated_at
+	   o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type = 'charge';
 COMMENT ON VIEW @extschema@.stripe_charges IS 'Mirrored Stripe charges: status, customer, PaymentIntent, amount and amount refunded in the minor unit, currency, refunded, disputed.';
@@ -781,7 +791,7 @@ CREATE VIEW @extschema@.stripe_refunds AS
 SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'charge' AS charge,
 	   o.state ->> 'payment_intent' AS payment_intent,
 	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount, o.state ->> 'currency' AS currency,
-	   o.state ->> 'reason' AS reason, o.deleted, o.updated_at
+	   o.state ->> 'reason' AS reason, o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type = 'refund';
 COMMENT ON VIEW @extschema@.stripe_refunds IS 'Mirrored Stripe refunds: status, charge, PaymentIntent, amount in the minor unit, currency, reason.';
@@ -791,7 +801,7 @@ SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'charge' AS ch
 	   o.state ->> 'payment_intent' AS payment_intent,
 	   webhook_inbox._number(o.state -> 'amount')::bigint AS amount, o.state ->> 'currency' AS currency,
 	   o.state ->> 'reason' AS reason,
-	   webhook_inbox._unix_time(o.state #> '{evidence_details,due_by}') AS evidence_due_by, o.deleted, o.updated_at
+	   webhook_inbox._unix_time(o.state #> '{evidence_details,due_by}') AS evidence_due_by, o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type = 'dispute';
 COMMENT ON VIEW @extschema@.stripe_disputes IS 'Mirrored Stripe disputes: status, charge, PaymentIntent, amount, currency, reason, when the evidence is due.';
@@ -801,7 +811,7 @@ SELECT s.name AS source, o.object_id AS id, o.status, o.state ->> 'payment_statu
 	   o.state ->> 'mode' AS mode, o.state ->> 'customer' AS customer,
 	   o.state ->> 'subscription' AS subscription, o.state ->> 'payment_intent' AS payment_intent,
 	   webhook_inbox._number(o.state -> 'amount_total')::bigint AS amount_total, o.state ->> 'currency' AS currency,
-	   o.state ->> 'client_reference_id' AS client_reference_id, o.deleted, o.updated_at
+	   o.state ->> 'client_reference_id' AS client_reference_id, o.deleted, o.updated_at, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'stripe' AND o.object_type IN ('checkout.session', 'checkout_session');
 COMMENT ON VIEW @extschema@.stripe_checkout_sessions IS 'Mirrored Stripe Checkout Sessions: status, payment status, mode, customer, subscription or PaymentIntent, total, currency, your client_reference_id.';

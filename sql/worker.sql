@@ -17,10 +17,11 @@ CREATE TABLE @extschema@.sweep_checkpoints (
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	layer			text NOT NULL DEFAULT 'incremental'
 		CONSTRAINT sweep_checkpoints_layer_check CHECK (layer IN ('incremental', 'full')),
-	PRIMARY KEY (source_id, object_type, layer)
+	tenant			text NOT NULL DEFAULT '',
+	PRIMARY KEY (source_id, tenant, object_type, layer)
 );
 COMMENT ON TABLE @extschema@.sweep_checkpoints IS
-	'Per (source, object type, layer): the start time of the last complete pass; the next incremental one lists what happened since it minus webhook_inbox.sweep_overlap. A complete full pass also moves the incremental checkpoint.';
+	'Per (source, tenant, object type, layer): the start time of the last complete pass; the next incremental one lists what happened since it minus webhook_inbox.sweep_overlap. A complete full pass also moves the incremental checkpoint.';
 
 CREATE TABLE @extschema@.sweep_runs (
 	id				bigserial PRIMARY KEY,
@@ -44,11 +45,14 @@ CREATE TABLE @extschema@.sweep_runs (
 		CONSTRAINT sweep_runs_layer_check CHECK (layer IN ('incremental', 'full')),
 	missing			integer NOT NULL DEFAULT 0,
 	incomplete_reason text,
-	retry_ids		text[] NOT NULL DEFAULT '{}'
+	retry_ids		text[] NOT NULL DEFAULT '{}',
+	tenant			text NOT NULL DEFAULT ''
 );
-CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, object_type, started_at DESC);
+CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, tenant, object_type, started_at DESC);
 COMMENT ON TABLE @extschema@.sweep_runs IS
 	'One row per reconciliation pass: its layer, what was listed (objects, or events for a provider with an events API), how many differed from the mirror, how many were repaired or skipped (object under a live claim), errors, and whether the pass completed. Only a complete pass moves the checkpoint; an incomplete one compared less than everything and says why in incomplete_reason, a failed one says why in error.';
+COMMENT ON COLUMN @extschema@.sweep_runs.tenant IS
+	'The provider account the pass read, under that account''s credentials (Stripe-Account); empty: the source''s own account.';
 COMMENT ON COLUMN @extschema@.sweep_runs.retry_ids IS
 	'Objects that differed but were skipped because a live claim held them: the next pass of the (source, object type) reads them by id first, so the checkpoint may move past them.';
 COMMENT ON COLUMN @extschema@.sweep_runs.layer IS
@@ -73,7 +77,8 @@ CREATE TABLE @extschema@.repairs (
 	before			jsonb,
 	after			jsonb,
 	outcome			text NOT NULL,
-	at				timestamptz NOT NULL DEFAULT now()
+	at				timestamptz NOT NULL DEFAULT now(),
+	tenant			text NOT NULL DEFAULT ''
 );
 CREATE INDEX repairs_run_idx ON @extschema@.repairs (run_id);
 COMMENT ON TABLE @extschema@.repairs IS
@@ -84,7 +89,7 @@ COMMENT ON TABLE @extschema@.repairs IS
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@._round_events(p_ids bigint[], p_tokens bigint[], p_from text)
-RETURNS TABLE (id bigint, claim_token bigint, source_id integer, object_type text, object_id text,
+RETURNS TABLE (id bigint, claim_token bigint, source_id integer, tenant text, object_type text, object_id text,
 			   strategy text, route_id integer, status_value text, payload jsonb, provider_version numeric,
 			   provider_time timestamptz)
 LANGUAGE sql STABLE AS $$
@@ -95,7 +100,7 @@ LANGUAGE sql STABLE AS $$
 	 * pending).  No SET search_path: the planner inlines it into each
 	 * statement of _work_events() (see sql/search_path.sql).
 	 */
-	SELECT i.id, c.tok, i.source_id, i.object_type, i.object_id, i.strategy, i.route_id, i.status_value,
+	SELECT i.id, c.tok, i.source_id, i.tenant, i.object_type, i.object_id, i.strategy, i.route_id, i.status_value,
 		   i.payload, i.provider_version, i.provider_time
 	  FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_tokens)) AS c(id, tok)
 	 /*
@@ -189,7 +194,7 @@ BEGIN
 	 * the first in provider order records it, the others are duplicates.
 	 */
 	WITH ev AS (
-		SELECT i.id, i.claim_token, i.source_id, i.object_id, i.strategy = 'occurrence' AS decide,
+		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_id, i.strategy = 'occurrence' AS decide,
 			   CASE WHEN i.strategy = 'occurrence' THEN i.object_type ELSE r.occurrence_kind END AS kind,
 			   coalesce(i.payload #> '{data,object}', i.payload) AS obj,
 			   CASE WHEN r.amount_path IS NOT NULL THEN webhook_inbox._scalar_text(
@@ -206,14 +211,14 @@ BEGIN
 												e.id) AS rn
 		  FROM ev e),
 	ins AS (
-		INSERT INTO webhook_inbox.occurrences (source_id, kind, occurrence_id, amount, currency, payload,
+		INSERT INTO webhook_inbox.occurrences (source_id, tenant, kind, occurrence_id, amount, currency, payload,
 											   first_event_id)
-		SELECT e.source_id, e.kind, e.object_id,
+		SELECT e.source_id, e.tenant, e.kind, e.object_id,
 			   coalesce(e.amt, CASE WHEN jsonb_typeof(e.obj -> 'amount') = 'number'
 									THEN (e.obj ->> 'amount')::numeric::bigint END),
 			   coalesce(e.cur, e.obj ->> 'currency'), e.obj, e.id
 		  FROM ranked e WHERE e.rn = 1
-		 ORDER BY e.source_id, e.kind, e.object_id
+		 ORDER BY e.source_id, e.tenant, e.kind, e.object_id
 		ON CONFLICT ON CONSTRAINT occurrences_key DO NOTHING
 		RETURNING first_event_id, kind)
 	SELECT d_id || coalesce(array_agg(e.id) FILTER (WHERE e.decide), '{}'),
@@ -270,22 +275,22 @@ BEGIN
 	 * missing and locked in key order (no deadlock between workers), before
 	 * either walk reads them.
 	 */
-	INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status)
-	SELECT DISTINCT ON (i.source_id, i.object_type, i.object_id) i.source_id, i.object_type, i.object_id,
+	INSERT INTO webhook_inbox.objects (source_id, tenant, object_type, object_id, status)
+	SELECT DISTINCT ON (i.source_id, i.tenant, i.object_type, i.object_id) i.source_id, i.tenant, i.object_type, i.object_id,
 		   CASE WHEN i.strategy = 'machine' THEN 'unknown' END
 	  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
 	 WHERE (i.strategy = 'version'
 			OR (i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL))
-	 ORDER BY i.source_id, i.object_type, i.object_id, i.strategy = 'machine' DESC
+	 ORDER BY i.source_id, i.tenant, i.object_type, i.object_id, i.strategy = 'machine' DESC
 	ON CONFLICT DO NOTHING;
 	PERFORM 1 FROM webhook_inbox.objects o
-	 WHERE (o.source_id, o.object_type, o.object_id) IN (
-			SELECT i.source_id, i.object_type, i.object_id FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
+	 WHERE (o.source_id, o.tenant, o.object_type, o.object_id) IN (
+			SELECT i.source_id, i.tenant, i.object_type, i.object_id FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
 			 WHERE i.strategy IN ('machine', 'version'))
-	 ORDER BY o.source_id, o.object_type, o.object_id
+	 ORDER BY o.source_id, o.tenant, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	WITH RECURSIVE ev AS (
-		SELECT i.id, i.claim_token, i.source_id, i.object_type, i.object_id, i.status_value AS st, r.machine,
+		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.status_value AS st, r.machine,
 			   coalesce(i.payload #> '{data,object}', i.payload) AS state,
 			   row_number() OVER (PARTITION BY i.claim_token
 								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
@@ -299,7 +304,7 @@ BEGIN
 					ELSE 'backward' END AS res
 		  FROM ev e
 		  JOIN webhook_inbox.objects o
-			ON o.source_id = e.source_id AND o.object_type = e.object_type AND o.object_id = e.object_id
+			ON o.source_id = e.source_id AND o.tenant = e.tenant AND o.object_type = e.object_type AND o.object_id = e.object_id
 		 CROSS JOIN LATERAL (SELECT coalesce(o.status, 'unknown') AS cur) p
 		 WHERE e.rn = 1
 		UNION ALL
@@ -319,11 +324,11 @@ BEGIN
 			   fence_token = greatest(x.fence_token, f.claim_token), deleted = false, updated_at = now(),
 			   tombstone_pending_since = NULL
 		  FROM last f
-		 WHERE x.source_id = f.source_id AND x.object_type = f.object_type AND x.object_id = f.object_id),
+		 WHERE x.source_id = f.source_id AND x.tenant = f.tenant AND x.object_type = f.object_type AND x.object_id = f.object_id),
 	tr AS (
-		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, machine, from_status,
+		INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, machine, from_status,
 											   to_status, applied, reason, cause, event_id)
-		SELECT w.source_id, w.object_type, w.object_id, w.machine, w.from_status, w.st, w.res = 'applied',
+		SELECT w.source_id, w.tenant, w.object_type, w.object_id, w.machine, w.from_status, w.st, w.res = 'applied',
 			   CASE WHEN w.res = 'backward'
 					THEN format('backward: %s is not reachable from %s', w.st, w.from_status) END,
 			   'event ' || w.id, w.id
@@ -348,7 +353,7 @@ BEGIN
 	 * written in one statement.
 	 */
 	WITH RECURSIVE ev AS (
-		SELECT i.id, i.claim_token, i.source_id, i.object_type, i.object_id, i.provider_version AS ver,
+		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.provider_version AS ver,
 			   coalesce(r.tombstone, false) AS del,
 			   CASE WHEN coalesce(r.tombstone, false) THEN NULL ELSE i.status_value END AS st,
 			   CASE WHEN coalesce(r.tombstone, false) THEN NULL ELSE i.payload END AS state,
@@ -360,16 +365,16 @@ BEGIN
 		  LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
 		 WHERE i.strategy = 'version'),
 	walk AS (
-		SELECT c.claim_token, c.source_id, c.object_type, c.object_id, 0::bigint AS rn,
+		SELECT c.claim_token, c.source_id, c.tenant, c.object_type, c.object_id, 0::bigint AS rn,
 			   NULL::bigint AS id, NULL::text AS res, false AS readable, NULL::text AS from_st,
 			   NULL::numeric AS ev_ver, NULL::text AS ev_st, NULL::bigint AS last_id,
 			   o.status AS st, o.version AS ver, o.state, o.deleted AS del,
 			   (o.status IS NULL AND o.version IS NULL AND o.state IS NULL AND NOT o.deleted) AS fresh
-		  FROM (SELECT DISTINCT e.claim_token, e.source_id, e.object_type, e.object_id FROM ev e) c
+		  FROM (SELECT DISTINCT e.claim_token, e.source_id, e.tenant, e.object_type, e.object_id FROM ev e) c
 		  JOIN webhook_inbox.objects o
-			ON o.source_id = c.source_id AND o.object_type = c.object_type AND o.object_id = c.object_id
+			ON o.source_id = c.source_id AND o.tenant = c.tenant AND o.object_type = c.object_type AND o.object_id = c.object_id
 		UNION ALL
-		SELECT w.claim_token, w.source_id, w.object_type, w.object_id, e.rn, e.id, d.res, e.readable,
+		SELECT w.claim_token, w.source_id, w.tenant, w.object_type, w.object_id, e.rn, e.id, d.res, e.readable,
 			   CASE WHEN w.del THEN 'deleted' ELSE w.st END, e.ver, e.st,
 			   CASE WHEN d.res = 'applied' THEN e.id ELSE w.last_id END,
 			   CASE WHEN d.res = 'applied' THEN coalesce(e.st, w.st) ELSE w.st END,
@@ -401,12 +406,12 @@ BEGIN
 			   fence_token = greatest(x.fence_token, f.claim_token), last_event_id = coalesce(f.last_id, x.last_event_id),
 			   updated_at = now(), tombstone_pending_since = NULL
 		  FROM last f
-		 WHERE x.source_id = f.source_id AND x.object_type = f.object_type AND x.object_id = f.object_id),
+		 WHERE x.source_id = f.source_id AND x.tenant = f.tenant AND x.object_type = f.object_type AND x.object_id = f.object_id),
 	tr AS (
 		/* the status change of each applied event, a deletion counting as one */
-		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
+		INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, from_status, to_status,
 											   version, cause, event_id)
-		SELECT w.source_id, w.object_type, w.object_id, w.from_st, t.to_st, w.ev_ver, 'event ' || w.id, w.id
+		SELECT w.source_id, w.tenant, w.object_type, w.object_id, w.from_st, t.to_st, w.ev_ver, 'event ' || w.id, w.id
 		  FROM walk w
 		 CROSS JOIN LATERAL (SELECT CASE WHEN w.del THEN 'deleted' ELSE w.ev_st END AS to_st) t
 		 WHERE w.res = 'applied' AND t.to_st IS NOT NULL AND t.to_st IS DISTINCT FROM w.from_st
@@ -491,7 +496,7 @@ BEGIN
 	  FROM (SELECT x.* FROM webhook_inbox.object_leases x WHERE x.token = ANY (p_tokens)
 			 ORDER BY x.token FOR UPDATE) l
 	 /* asked once per claim (OFFSET 0: the call is not copied into each FILTER) */
-	 CROSS JOIN LATERAL (SELECT webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, l.token) AS fenced
+	 CROSS JOIN LATERAL (SELECT webhook_inbox._fenced(l.source_id, l.tenant, l.object_type, l.object_id, l.token) AS fenced
 						 OFFSET 0) f;
 	fenced := fenced || ARRAY(SELECT t FROM unnest(p_tokens) t
 							   WHERE t <> ALL (live) AND t <> ALL (fenced));
@@ -513,7 +518,7 @@ COMMENT ON FUNCTION @extschema@._work_round(bigint[]) IS
 	'The local work of all the claims of a round (_work_events() over every event still processing under a live claim), after the one fence check of each claim''s object; ends the claims left with nothing processing. Returns (claim token, outcome, events) rows; a claim taken over is one fenced row.';
 
 CREATE FUNCTION @extschema@._local_candidates(max_objects integer)
-RETURNS TABLE (source_id integer, object_type text, object_id text)
+RETURNS TABLE (source_id integer, tenant text, object_type text, object_id text)
 AS 'MODULE_PATHNAME', 'wi_local_candidates'
 LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@._local_candidates(integer) IS
@@ -525,9 +530,11 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	/* the objects locked, then those taken with their tokens */
 	l_sid integer[];
+	l_ten text[];
 	l_type text[];
 	l_oid text[];
 	t_sid integer[];
+	t_ten text[];
 	t_type text[];
 	t_oid text[];
 	t_tok bigint[];
@@ -548,12 +555,12 @@ BEGIN
 	 * state in between: the object's advisory lock (the one claim() takes,
 	 * never waited for) holds it until the commit.  First the locks ...
 	 */
-	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.object_type), '{}'),
-		   coalesce(array_agg(c.object_id), '{}')
-	  INTO l_sid, l_type, l_oid
+	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.tenant), '{}'),
+		   coalesce(array_agg(c.object_type), '{}'), coalesce(array_agg(c.object_id), '{}')
+	  INTO l_sid, l_ten, l_type, l_oid
 	  FROM (SELECT c.* FROM webhook_inbox._local_candidates(p_max) c
 			 WHERE pg_try_advisory_xact_lock(hashtextextended(
-					'webhook_inbox/' || c.source_id || '/' || c.object_type || '/' || c.object_id, 0))
+					'webhook_inbox/' || c.source_id || '/' || c.tenant || '/' || c.object_type || '/' || c.object_id, 0))
 			 LIMIT p_max) c;
 	/*
 	 * ... then, in a statement whose snapshot follows them (a claim that
@@ -562,19 +569,20 @@ BEGIN
 	 * evaluate nextval() again), and of them those the fence check lets
 	 * through: with a fresh token, those no claim or sweep holds ...
 	 */
-	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.object_type), '{}'),
-		   coalesce(array_agg(c.object_id), '{}'), coalesce(array_agg(c.tok), '{}')
-	  INTO t_sid, t_type, t_oid, t_tok
+	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.tenant), '{}'),
+		   coalesce(array_agg(c.object_type), '{}'), coalesce(array_agg(c.object_id), '{}'),
+		   coalesce(array_agg(c.tok), '{}')
+	  INTO t_sid, t_ten, t_type, t_oid, t_tok
 	  FROM (SELECT c.*, nextval('webhook_inbox.claim_token_seq') AS tok
-			  FROM unnest(l_sid, l_type, l_oid) AS c(source_id, object_type, object_id)) c
-	 WHERE NOT webhook_inbox._fenced(c.source_id, c.object_type, c.object_id, c.tok);
+			  FROM unnest(l_sid, l_ten, l_type, l_oid) AS c(source_id, tenant, object_type, object_id)) c
+	 WHERE NOT webhook_inbox._fenced(c.source_id, c.tenant, c.object_type, c.object_id, c.tok);
 	/* ... and their pending events */
 	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
 	  INTO ids, toks
-	  FROM unnest(t_sid, t_type, t_oid, t_tok) AS o(source_id, object_type, object_id, tok)
+	  FROM unnest(t_sid, t_ten, t_type, t_oid, t_tok) AS o(source_id, tenant, object_type, object_id, tok)
 	 CROSS JOIN LATERAL (
 			SELECT i.id FROM webhook_inbox.inbox i
-			 WHERE i.source_id = o.source_id AND i.object_type = o.object_type AND i.object_id = o.object_id
+			 WHERE i.source_id = o.source_id AND i.tenant = o.tenant AND i.object_type = o.object_type AND i.object_id = o.object_id
 			   AND i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending'
 			   AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore')
 			   AND i.next_attempt_at <= now()
@@ -631,6 +639,7 @@ DECLARE
 	n integer := cardinality(p_tokens);
 	/* the objects' rows this save created */
 	n_sid integer[];
+	n_ten text[];
 	n_type text[];
 	n_oid text[];
 BEGIN
@@ -655,15 +664,15 @@ BEGIN
 		RAISE EXCEPTION 'object_type and object_id must not be empty' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	WITH ins AS (
-		INSERT INTO webhook_inbox.objects (source_id, object_type, object_id)
-		SELECT l.source_id, l.object_type, l.object_id FROM webhook_inbox.object_leases l
+		INSERT INTO webhook_inbox.objects (source_id, tenant, object_type, object_id)
+		SELECT l.source_id, l.tenant, l.object_type, l.object_id FROM webhook_inbox.object_leases l
 		 WHERE l.token = ANY (p_tokens)
-		 ORDER BY l.source_id, l.object_type, l.object_id
+		 ORDER BY l.source_id, l.tenant, l.object_type, l.object_id
 		ON CONFLICT DO NOTHING
-		RETURNING source_id, object_type, object_id)
-	SELECT coalesce(array_agg(ins.source_id), '{}'), coalesce(array_agg(ins.object_type), '{}'),
-		   coalesce(array_agg(ins.object_id), '{}')
-	  INTO n_sid, n_type, n_oid
+		RETURNING source_id, tenant, object_type, object_id)
+	SELECT coalesce(array_agg(ins.source_id), '{}'), coalesce(array_agg(ins.tenant), '{}'),
+		   coalesce(array_agg(ins.object_type), '{}'), coalesce(array_agg(ins.object_id), '{}')
+	  INTO n_sid, n_ten, n_type, n_oid
 	  FROM ins;
 	/*
 	 * A row this transaction inserted is invisible to everyone else until
@@ -672,10 +681,10 @@ BEGIN
 	 */
 	PERFORM 1 FROM webhook_inbox.object_leases l
 	  JOIN webhook_inbox.objects o
-		ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id
+		ON o.source_id = l.source_id AND o.tenant = l.tenant AND o.object_type = l.object_type AND o.object_id = l.object_id
 	 WHERE l.token = ANY (p_tokens)
-	   AND (l.source_id, l.object_type, l.object_id) NOT IN (SELECT * FROM unnest(n_sid, n_type, n_oid))
-	 ORDER BY o.source_id, o.object_type, o.object_id
+	   AND (l.source_id, l.tenant, l.object_type, l.object_id) NOT IN (SELECT * FROM unnest(n_sid, n_ten, n_type, n_oid))
+	 ORDER BY o.source_id, o.tenant, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	/*
 	 * upsert_object()'s rules (guard.c), for every answer at once: without
@@ -689,7 +698,7 @@ BEGIN
 	 */
 	RETURN QUERY
 	WITH a AS (
-		SELECT x.n, x.tok, l.source_id, l.object_type, l.object_id, q.del, x.cause,
+		SELECT x.n, x.tok, l.source_id, l.tenant, l.object_type, l.object_id, q.del, x.cause,
 			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._scalar_text(jsonb_path_query_first(x.obj, x.sp)) END AS st,
 			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._version_of(jsonb_path_query_first(x.obj, x.vp)) END AS ver,
 			   CASE WHEN q.del THEN NULL ELSE x.obj END AS state
@@ -704,11 +713,11 @@ BEGIN
 				   AND (a.state IS NULL OR (o.state IS NOT NULL AND a.state = o.state)) AS same
 		  FROM a
 		  JOIN webhook_inbox.objects o
-			ON o.source_id = a.source_id AND o.object_type = a.object_type AND o.object_id = a.object_id
+			ON o.source_id = a.source_id AND o.tenant = a.tenant AND o.object_type = a.object_type AND o.object_id = a.object_id
 		 CROSS JOIN LATERAL (SELECT (o.status IS NULL AND o.version IS NULL AND o.state IS NULL
 									 AND NOT o.deleted) AS fresh) f
 		 /* asked once per answer (OFFSET 0: the call is not copied where r reads it) */
-		 CROSS JOIN LATERAL (SELECT webhook_inbox._fenced(a.source_id, a.object_type, a.object_id, a.tok) AS fenced
+		 CROSS JOIN LATERAL (SELECT webhook_inbox._fenced(a.source_id, a.tenant, a.object_type, a.object_id, a.tok) AS fenced
 							 OFFSET 0) g),
 	r AS (
 		SELECT d.*,
@@ -729,16 +738,16 @@ BEGIN
 			   fence_token = greatest(x.fence_token, r.tok), updated_at = now()
 		  FROM r
 		 WHERE r.res IN ('applied', 'tie')
-		   AND x.source_id = r.source_id AND x.object_type = r.object_type AND x.object_id = r.object_id),
+		   AND x.source_id = r.source_id AND x.tenant = r.tenant AND x.object_type = r.object_type AND x.object_id = r.object_id),
 	gone AS (
 		/* leave no empty row behind for an object a fenced save never saw */
 		DELETE FROM webhook_inbox.objects x USING r
 		 WHERE r.res = 'fenced' AND r.fresh
-		   AND x.source_id = r.source_id AND x.object_type = r.object_type AND x.object_id = r.object_id),
+		   AND x.source_id = r.source_id AND x.tenant = r.tenant AND x.object_type = r.object_type AND x.object_id = r.object_id),
 	tr AS (
-		INSERT INTO webhook_inbox.transitions (source_id, object_type, object_id, from_status, to_status,
+		INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, from_status, to_status,
 											   version, cause)
-		SELECT r.source_id, r.object_type, r.object_id, t.from_st, t.to_st, r.ver,
+		SELECT r.source_id, r.tenant, r.object_type, r.object_id, t.from_st, t.to_st, r.ver,
 			   CASE WHEN r.res = 'tie' THEN r.cause || ' (tie resolved)' ELSE r.cause END
 		  FROM r
 		 CROSS JOIN LATERAL (SELECT CASE WHEN r.old_del THEN 'deleted' ELSE r.old_st END AS from_st,
@@ -769,7 +778,7 @@ COMMENT ON FUNCTION @extschema@._save_present(bigint, jsonb, boolean, jsonpath, 
 
 CREATE FUNCTION @extschema@._save_fetched_batch(p_tokens bigint[], p_https integer[], p_bodies text[],
 	p_unwrap_paths jsonpath[], p_status_paths jsonpath[], p_version_paths jsonpath[],
-	p_sent_at timestamptz[])
+	p_sent_at timestamptz[], p_credentials text[] DEFAULT NULL)
 RETURNS TABLE (token bigint, outcome text)
 LANGUAGE plpgsql
 /* generic plans, as _save_presents() */
@@ -791,6 +800,8 @@ DECLARE
 	f_since timestamptz[];
 	f_http integer[];
 	u_tok bigint[];				/* an unreadable body: retried */
+	w_tok bigint[];				/* a 404 under another tenant's credentials: retried */
+	w_why text[];
 	r_tok bigint[];				/* saved, and their outcomes */
 	r_out text[];
 BEGIN
@@ -801,7 +812,7 @@ BEGIN
 	END IF;
 	IF cardinality(p_https) <> n OR cardinality(p_bodies) <> n OR cardinality(p_unwrap_paths) <> n
 	   OR cardinality(p_status_paths) <> n OR cardinality(p_version_paths) <> n
-	   OR cardinality(p_sent_at) <> n THEN
+	   OR cardinality(p_sent_at) <> n OR cardinality(p_credentials) <> n THEN
 		RAISE EXCEPTION 'the arrays of fetched answers must have the same length' USING ERRCODE = 'array_subscript_error',
 			DETAIL = pg_catalog.format('%s tokens, %s statuses, %s bodies, %s unwrap paths, %s status paths, %s version paths, %s send times.',
 				n, cardinality(p_https), cardinality(p_bodies), cardinality(p_unwrap_paths),
@@ -844,19 +855,25 @@ BEGIN
 	 * the claim waits, without an attempt, tombstone_confirm_delay; the
 	 * fetch after that saves the tombstone if it answers 404 again.  A save
 	 * of a present version in between clears the note.  A 200 whose body
-	 * is not the expected JSON object is retried.
+	 * is not the expected JSON object is retried.  A 404 is evidence only
+	 * when the request carried the credentials of the object's own tenant
+	 * (p_credentials: the tenant each request was made for; NULL: the
+	 * object's): a connected account's object asked for without its
+	 * Stripe-Account is "No such subscription" too, and is never a deletion.
 	 */
 	WITH x AS (
-		SELECT x.*, l.source_id, l.object_type, l.object_id, o.tombstone_pending_since AS since,
+		SELECT x.*, l.source_id, l.tenant, l.object_type, l.object_id, o.tombstone_pending_since AS since,
+			   coalesce(p_credentials[x.k], l.tenant) AS cred,
 			   coalesce(o.deleted, false) AS was_deleted,
 			   CASE WHEN x.h NOT IN (404, 410) THEN jsonb_path_query_first(x.doc, coalesce(x.up, '$')) END AS obj
 		  FROM unnest(p_tokens, p_https, docs, p_unwrap_paths, p_status_paths, p_version_paths, p_sent_at)
 			   WITH ORDINALITY AS x(tok, h, doc, up, sp, vp, sent, k)
 		  JOIN webhook_inbox.object_leases l ON l.token = x.tok
 		  LEFT JOIN webhook_inbox.objects o
-			ON o.source_id = l.source_id AND o.object_type = l.object_type AND o.object_id = l.object_id),
+			ON o.source_id = l.source_id AND o.tenant = l.tenant AND o.object_type = l.object_type AND o.object_id = l.object_id),
 	c AS (
 		SELECT x.*, CASE
+				WHEN x.h IN (404, 410) AND x.cred IS DISTINCT FROM x.tenant THEN 'wrong_credentials'
 				WHEN x.h IN (404, 410) THEN
 					CASE WHEN NOT x.was_deleted AND (x.since IS NULL OR x.since + confirm > now())
 							  AND confirm > interval '0' THEN 'first' ELSE 'gone' END
@@ -875,16 +892,22 @@ BEGIN
 		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
 		   coalesce(array_agg(coalesce(c.since, now()) ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
 		   coalesce(array_agg(c.h ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
-		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'unreadable'), '{}')
-	  INTO s_tok, s_obj, s_del, s_sp, s_vp, s_cause, s_sent, f_tok, f_since, f_http, u_tok
+		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'unreadable'), '{}'),
+		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'wrong_credentials'), '{}'),
+		   coalesce(array_agg(pg_catalog.format(
+				'wrong_credentials: http %s under the credentials of %s, not of the object''s tenant %s: never a deletion',
+				c.h, CASE WHEN c.cred = '' THEN 'the platform' ELSE pg_catalog.quote_literal(c.cred) END,
+				CASE WHEN c.tenant = '' THEN 'the platform' ELSE pg_catalog.quote_literal(c.tenant) END)
+				ORDER BY c.k) FILTER (WHERE c.path = 'wrong_credentials'), '{}')
+	  INTO s_tok, s_obj, s_del, s_sp, s_vp, s_cause, s_sent, f_tok, f_since, f_http, u_tok, w_tok, w_why
 	  FROM c;
 
 	IF cardinality(f_tok) > 0 THEN
-		INSERT INTO webhook_inbox.objects AS o (source_id, object_type, object_id, tombstone_pending_since)
-		SELECT l.source_id, l.object_type, l.object_id, f.since
+		INSERT INTO webhook_inbox.objects AS o (source_id, tenant, object_type, object_id, tombstone_pending_since)
+		SELECT l.source_id, l.tenant, l.object_type, l.object_id, f.since
 		  FROM unnest(f_tok, f_since) AS f(tok, since) JOIN webhook_inbox.object_leases l ON l.token = f.tok
-		 ORDER BY l.source_id, l.object_type, l.object_id
-		ON CONFLICT (source_id, object_type, object_id) DO UPDATE
+		 ORDER BY l.source_id, l.tenant, l.object_type, l.object_id
+		ON CONFLICT (source_id, tenant, object_type, object_id) DO UPDATE
 		   SET tombstone_pending_since = EXCLUDED.tombstone_pending_since
 		 WHERE o.tombstone_pending_since IS NULL;
 		PERFORM webhook_inbox._defer(f.tok, f.since + confirm,
@@ -914,7 +937,7 @@ BEGIN
 	  JOIN unnest(s_tok, s_sent) AS s(tok, sent) ON s.tok = r.tok
 	  JOIN webhook_inbox.object_leases l ON l.token = r.tok
 	 WHERE r.o <> 'fenced' AND s.sent IS NOT NULL
-	   AND i.source_id = l.source_id AND i.object_type = l.object_type AND i.object_id = l.object_id
+	   AND i.source_id = l.source_id AND i.tenant = l.tenant AND i.object_type = l.object_type AND i.object_id = l.object_id
 	   AND i.status IN ('pending', 'retry') AND i.strategy = 'fetch' AND i.received_at < s.sent;
 	UPDATE webhook_inbox.inbox i
 	   SET status = 'done', reason = 'fetched: ' || r.o, processed_at = now(), updated_at = now(),
@@ -934,24 +957,28 @@ BEGIN
 					   = 'quarantined' THEN 'quarantined' ELSE 'retry' END
 	  FROM unnest(u_tok) u
 	UNION ALL
+	SELECT w.tok, CASE WHEN webhook_inbox.retry(w.tok, w.why) = 'quarantined' THEN 'quarantined' ELSE 'retry' END
+	  FROM unnest(w_tok, w_why) AS w(tok, why)
+	UNION ALL
 	/* a claim whose lease is gone was taken over */
 	SELECT t, 'fenced' FROM unnest(p_tokens) t
-	 WHERE t <> ALL (r_tok) AND t <> ALL (f_tok) AND t <> ALL (u_tok);
+	 WHERE t <> ALL (r_tok) AND t <> ALL (f_tok) AND t <> ALL (u_tok) AND t <> ALL (w_tok);
 END
 $$;
-COMMENT ON FUNCTION @extschema@._save_fetched_batch(bigint[], integer[], text[], jsonpath[], jsonpath[], jsonpath[], timestamptz[]) IS
-	'Saves a batch of fetched answers set-based, one element of each parallel array per claim: a 200 is saved as the object''s present (_save_presents()), a 404/410 as its tombstone once confirmed (the first one defers the claim by webhook_inbox.tombstone_confirm_delay), an unreadable body is retried; a saved claim''s events, and its object''s fetch events received before its request was sent, are done. Returns (token, outcome) rows: applied, duplicate, stale, tombstone, deferred, retry, quarantined or fenced.';
+COMMENT ON FUNCTION @extschema@._save_fetched_batch(bigint[], integer[], text[], jsonpath[], jsonpath[], jsonpath[], timestamptz[], text[]) IS
+	'Saves a batch of fetched answers set-based, one element of each parallel array per claim: a 200 is saved as the object''s present (_save_presents()), a 404/410 as its tombstone once confirmed by the object''s own tenant''s credentials (the first one defers the claim by webhook_inbox.tombstone_confirm_delay; one under another tenant''s credentials, p_credentials, is retried as wrong_credentials and never tombstones), an unreadable body is retried; a saved claim''s events, and its object''s fetch events received before its request was sent, are done. Returns (token, outcome) rows: applied, duplicate, stale, tombstone, deferred, retry, quarantined or fenced.';
 
 CREATE FUNCTION @extschema@._save_fetched(p_token bigint, p_http integer, p_body text,
 	p_unwrap_path jsonpath, p_status_path jsonpath, p_version_path jsonpath,
-	p_sent_at timestamptz DEFAULT NULL)
+	p_sent_at timestamptz DEFAULT NULL, p_credentials text DEFAULT NULL)
 RETURNS text
 LANGUAGE sql AS $$
 	SELECT CASE WHEN p_token IS NULL THEN 'fenced' ELSE
 		(SELECT b.outcome FROM webhook_inbox._save_fetched_batch(ARRAY[p_token], ARRAY[p_http], ARRAY[p_body],
-			ARRAY[p_unwrap_path], ARRAY[p_status_path], ARRAY[p_version_path], ARRAY[p_sent_at]) b) END
+			ARRAY[p_unwrap_path], ARRAY[p_status_path], ARRAY[p_version_path], ARRAY[p_sent_at],
+			ARRAY[p_credentials]) b) END
 $$;
-COMMENT ON FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath, timestamptz) IS
+COMMENT ON FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath, timestamptz, text) IS
 	'Saves one fetched object (200) or its tombstone (404/410) under the claim token and completes every event of the claim, and the object''s fetch events received before the request left: _save_fetched_batch() for one answer.';
 
 CREATE FUNCTION @extschema@._defer(p_token bigint, p_until timestamptz, p_reason text)
@@ -984,14 +1011,23 @@ BEGIN
 	IF NOT FOUND THEN
 		RETURN 0;
 	END IF;
-	UPDATE webhook_inbox.sources s
-	   SET flagged = format('the read API answered %s at %s: check api_token', p_http, now()), updated_at = now()
-	 WHERE s.id = l.source_id;
+	IF l.tenant = '' THEN
+		UPDATE webhook_inbox.sources s
+		   SET flagged = format('the read API answered %s at %s: check api_token', p_http, now()), updated_at = now()
+		 WHERE s.id = l.source_id;
+	ELSE
+		/* one tenant's refused credentials hold back that tenant only */
+		INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, status, reason, discovered_by)
+		VALUES (l.source_id, l.tenant, 'flagged',
+				format('the read API answered %s at %s for this tenant: check its credentials', p_http, now()),
+				'delivery')
+		ON CONFLICT (source_id, tenant) DO UPDATE SET status = 'flagged', reason = EXCLUDED.reason;
+	END IF;
 	RETURN webhook_inbox.quarantine(p_token, format('auth: the read API refused our credentials (http %s)', p_http));
 END
 $$;
 COMMENT ON FUNCTION @extschema@._auth_refused(bigint, integer) IS
-	'A 401/403 from the read API: quarantines the claim''s events and flags the source for a person.';
+	'A 401/403 from the read API: quarantines the claim''s events and flags the source for a person (the tenant, for a tenant''s object).';
 
 CREATE FUNCTION @extschema@._give_back(p_token bigint, p_how text, p_reason text,
 	p_delay double precision, p_http integer)
@@ -1001,7 +1037,7 @@ DECLARE
 	l webhook_inbox.object_leases;
 BEGIN
 	SELECT * INTO l FROM webhook_inbox.object_leases x WHERE x.token = p_token FOR UPDATE;
-	IF NOT FOUND OR webhook_inbox._fenced(l.source_id, l.object_type, l.object_id, p_token) THEN
+	IF NOT FOUND OR webhook_inbox._fenced(l.source_id, l.tenant, l.object_type, l.object_id, p_token) THEN
 		/* a claim already taken over is not ours to give back */
 		RETURN CASE WHEN p_how = 'defer' THEN 'deferred' ELSE 'fenced' END;
 	END IF;
@@ -1029,7 +1065,7 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT id integer, OUT name text, OUT kind text, OUT api_base text, OUT api_token text,
 	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
-	OUT types text, OUT repo text, OUT api_version text, OUT api text)
+	OUT types text, OUT repo text, OUT api_version text, OUT api text, OUT stripe_version text)
 LANGUAGE sql STABLE AS $$
 	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'), s.api_token,
 		   s.settings ->> 'fetch_url', s.settings ->> 'list_url', s.settings ->> 'auth_header',
@@ -1037,11 +1073,12 @@ LANGUAGE sql STABLE AS $$
 		   s.settings ->> 'status_path', s.settings ->> 'version_path',
 		   CASE WHEN jsonb_typeof(s.settings -> 'types') = 'array'
 				THEN (SELECT string_agg(t, ',') FROM jsonb_array_elements_text(s.settings -> 'types') t) END,
-		   s.settings ->> 'repo', s.settings ->> 'api_version', s.settings ->> 'api'
+		   s.settings ->> 'repo', s.settings ->> 'api_version', s.settings ->> 'api',
+		   CASE WHEN s.kind = 'stripe' THEN coalesce(s.settings ->> 'stripe_version', '2026-10-28.endive') END
 	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
 $$;
 COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
-	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON).';
+	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON). stripe_version: the Stripe-Version every request of a stripe source pins (settings stripe_version; default the version stripe-node 23 pins), so that fetched objects have the shape the routes and typed views expect whatever an account''s default version is.';
 
 /*
  * Shopify's GraphQL Admin API and its webhooks name the same objects
@@ -1150,7 +1187,7 @@ COMMENT ON FUNCTION @extschema@.shopify_rest_answer(text, text) IS
 ---------------------------------------------------------------------------
 
 CREATE FUNCTION @extschema@._sweep_targets(p_interval interval, p_full_interval interval)
-RETURNS TABLE (source_id integer, object_type text, layer text)
+RETURNS TABLE (source_id integer, object_type text, layer text, tenant text)
 LANGUAGE sql STABLE AS $$
 	/*
 	 * Every (enabled source with a read API, routed object type) whose last
@@ -1169,29 +1206,93 @@ LANGUAGE sql STABLE AS $$
 						 WHERE o.source_id = s.id AND o.object_type = r.object_type)
 				OR EXISTS (SELECT 1 FROM webhook_inbox.occurrences o
 							WHERE o.source_id = s.id AND o.kind = r.object_type))),
+	/*
+	 * Each type is reconciled per tenant, under that tenant's credentials:
+	 * the source's own account (the empty tenant) where it has objects of
+	 * the type or no tenants at all, and every active tenant of the source.
+	 */
+	targets AS (
+		SELECT p.id, p.object_type, ''::text AS tenant
+		  FROM pairs p
+		 WHERE NOT EXISTS (SELECT 1 FROM webhook_inbox.tenants t WHERE t.source_id = p.id)
+			OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
+						WHERE o.source_id = p.id AND o.tenant = '' AND o.object_type = p.object_type AND NOT o.deleted)
+		UNION ALL
+		SELECT p.id, p.object_type, t.tenant
+		  FROM pairs p JOIN webhook_inbox.tenants t ON t.source_id = p.id AND t.status = 'active'),
 	due AS (
-		SELECT p.id, p.object_type,
+		SELECT p.id, p.object_type, p.tenant,
 			   /* a full pass that did not complete is tried again at the incremental pace */
 			   p_full_interval > '0'::interval AND NOT EXISTS (
 				   SELECT 1 FROM webhook_inbox.sweep_runs w
-					WHERE w.source_id = p.id AND w.object_type = p.object_type AND w.layer = 'full'
+					WHERE w.source_id = p.id AND w.tenant = p.tenant AND w.object_type = p.object_type AND w.layer = 'full'
 					  AND w.started_at > now() - CASE WHEN w.status IN ('complete', 'running') THEN p_full_interval
 													 ELSE least(p_interval, p_full_interval) END) AS full_due,
 			   p_interval > '0'::interval AND NOT EXISTS (
 				   SELECT 1 FROM webhook_inbox.sweep_runs w
-					WHERE w.source_id = p.id AND w.object_type = p.object_type
+					WHERE w.source_id = p.id AND w.tenant = p.tenant AND w.object_type = p.object_type
 					  AND w.started_at > now() - p_interval) AS incremental_due
-		  FROM pairs p)
-	SELECT d.id, d.object_type, CASE WHEN d.full_due THEN 'full' ELSE 'incremental' END
+		  FROM targets p)
+	SELECT d.id, d.object_type, CASE WHEN d.full_due THEN 'full' ELSE 'incremental' END, d.tenant
 	  FROM due d
 	 WHERE d.full_due OR d.incremental_due
-	 ORDER BY 1, 2
+	 ORDER BY 1, 4, 2
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_targets(interval, interval) IS
-	'The (source, object type, layer) passes due for a scheduled sweep: incremental every sweep_interval, full every full_sweep_interval.';
+	'The (source, object type, layer, tenant) passes due for a scheduled sweep: incremental every sweep_interval, full every full_sweep_interval, for the source''s own account and for each of its active tenants, each on its own schedule (one tenant''s failed pass holds back no other).';
+
+CREATE FUNCTION @extschema@._tenants_listed(p_source_id integer, p_body text,
+	OUT listed integer, OUT has_more boolean, OUT last_id text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	doc jsonb;
+BEGIN
+	BEGIN
+		doc := p_body::jsonb;
+	EXCEPTION WHEN others THEN
+		RAISE EXCEPTION 'the list of tenants is not JSON' USING ERRCODE = 'invalid_text_representation';
+	END;
+	IF jsonb_typeof(doc -> 'data') IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'the list of tenants has no data array' USING ERRCODE = 'invalid_text_representation';
+	END IF;
+	has_more := coalesce(doc ->> 'has_more', 'false') = 'true';
+	last_id := webhook_inbox._scalar_text(doc -> 'data' -> -1 -> 'id');
+	/* ids as a provider sends them: a string of 1 to 255 bytes without control characters */
+	INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, discovered_by)
+	SELECT DISTINCT p_source_id, a ->> 'id', 'list'
+	  FROM jsonb_array_elements(doc -> 'data') a
+	 WHERE jsonb_typeof(a -> 'id') = 'string' AND octet_length(a ->> 'id') BETWEEN 1 AND 255
+	   AND a ->> 'id' !~ '[[:cntrl:]]'
+	 ORDER BY 2
+	ON CONFLICT (source_id, tenant) DO UPDATE SET last_seen = now();
+	GET DIAGNOSTICS listed = ROW_COUNT;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._tenants_listed(integer, text) IS
+	'Registers the tenants of one page of a provider''s list of them (Stripe GET /v1/accounts), as discovered by the list, and returns how many it named and the paging facts.';
+
+CREATE FUNCTION @extschema@._tenant_listers()
+RETURNS SETOF integer
+LANGUAGE sql STABLE AS $$
+	/* Stripe sources that are, or say they are, Connect platforms */
+	SELECT s.id FROM webhook_inbox.sources s
+	 WHERE s.kind = 'stripe' AND s.enabled AND s.api_base IS NOT NULL AND s.flagged IS NULL
+	   AND (s.settings ->> 'connect' = 'true'
+			OR EXISTS (SELECT 1 FROM webhook_inbox.tenants t WHERE t.source_id = s.id))
+	 ORDER BY s.id
+$$;
+COMMENT ON FUNCTION @extschema@._tenant_listers() IS
+	'The sources whose tenants the worker lists from the provider: Stripe sources with settings connect: true or with tenants known from deliveries.';
+
+CREATE FUNCTION @extschema@.discover_tenants(source text)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'wi_discover_tenants'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.discover_tenants(text) IS
+	'Lists a source''s tenants from the provider now (Stripe: GET /v1/accounts with the platform''s key, every page) and registers them; returns how many were listed. The worker does this by itself once per webhook_inbox.sweep_interval.';
 
 CREATE FUNCTION @extschema@._sweep_begin(p_source_id integer, p_object_type text, p_trigger text,
-	p_overlap interval, p_layer text, p_events_window interval,
+	p_overlap interval, p_layer text, p_events_window interval, p_tenant text DEFAULT '',
 	OUT run_id bigint, OUT since_epoch bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -1206,14 +1307,14 @@ BEGIN
 				  HINT = 'A sweep layer is incremental or full.';
 	END IF;
 	IF p_layer = 'full' THEN
-		INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, layer)
-		VALUES (p_source_id, p_object_type, p_trigger, 'full')
+		INSERT INTO webhook_inbox.sweep_runs (source_id, tenant, object_type, trigger, layer)
+		VALUES (p_source_id, p_tenant, p_object_type, p_trigger, 'full')
 		RETURNING id INTO run_id;
 		since_epoch := -1;
 		RETURN;
 	END IF;
 	SELECT c.checkpoint INTO cp FROM webhook_inbox.sweep_checkpoints c
-	 WHERE c.source_id = p_source_id AND c.object_type = p_object_type AND c.layer = 'incremental';
+	 WHERE c.source_id = p_source_id AND c.tenant = p_tenant AND c.object_type = p_object_type AND c.layer = 'incremental';
 	/* an events list keeps a window only: what is older cannot be compared */
 	IF p_events_window IS NOT NULL THEN
 		IF cp IS NULL THEN
@@ -1237,15 +1338,15 @@ BEGIN
 	ELSE
 		start := cp - p_overlap;
 	END IF;
-	INSERT INTO webhook_inbox.sweep_runs (source_id, object_type, trigger, listed_since, layer,
+	INSERT INTO webhook_inbox.sweep_runs (source_id, tenant, object_type, trigger, listed_since, layer,
 										  incomplete_reason)
-	VALUES (p_source_id, p_object_type, p_trigger, start, 'incremental', why)
+	VALUES (p_source_id, p_tenant, p_object_type, p_trigger, start, 'incremental', why)
 	RETURNING id INTO run_id;
 	since_epoch := floor(extract(epoch FROM start))::bigint;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval, text, interval) IS
-	'Starts a sweep run of a layer. Incremental: from the checkpoint minus the overlap (without one: the provider''s events window, else webhook_inbox.sweep_lookback, and the pass is incomplete); with an events list (p_events_window not NULL) a window not covering that start makes the pass incomplete from the outset. Full: everything (since_epoch -1).';
+COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval, text, interval, text) IS
+	'Starts a sweep run of a layer for a tenant of the source (empty: its own account), with that tenant''s checkpoint. Incremental: from the checkpoint minus the overlap (without one: the provider''s events window, else webhook_inbox.sweep_lookback, and the pass is incomplete); with an events list (p_events_window not NULL) a window not covering that start makes the pass incomplete from the outset. Full: everything (since_epoch -1).';
 
 CREATE FUNCTION @extschema@._sweep_page(p_run_id bigint, p_body text, p_items_path jsonpath,
 	p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
@@ -1294,18 +1395,18 @@ BEGIN
 	 WHERE x.id IS NOT NULL AND (CASE
 		WHEN x.deleted THEN EXISTS (
 			SELECT 1 FROM webhook_inbox.objects o
-			 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = x.id
+			 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND o.object_id = x.id
 			   AND NOT o.deleted)
 		ELSE NOT EXISTS (
 			SELECT 1 FROM webhook_inbox.objects o
-			 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = x.id
+			 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND o.object_id = x.id
 			   AND NOT o.deleted AND o.status IS NOT DISTINCT FROM x.st
 			   AND (p_version_path IS NULL OR o.version IS NOT DISTINCT FROM x.ver))
 		END
 		/* a type also counted once: a listed one not yet recorded differs too */
 		OR (p_occurrence AND NOT x.deleted AND NOT EXISTS (
 			SELECT 1 FROM webhook_inbox.occurrences o
-			 WHERE o.source_id = w.source_id AND o.kind = w.object_type AND o.occurrence_id = x.id)));
+			 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.kind = w.object_type AND o.occurrence_id = x.id)));
 	IF NOT FOUND THEN
 		/* one row still carries the paging facts */
 		RETURN QUERY SELECT NULL::text, NULL::jsonb, NULL::boolean, more, last;
@@ -1350,9 +1451,22 @@ BEGIN
 			  FROM jsonb_array_elements(doc -> 'data') WITH ORDINALITY AS q(e, k)
 			 WHERE jsonb_typeof(e) = 'object'
 			 ORDER BY k DESC) f;
+	/*
+	 * An event listed under a tenant's credentials is that tenant's, also
+	 * when its body does not name it (Stripe lists only the account's own
+	 * events under its Stripe-Account): the new rows are still this
+	 * transaction's, unclaimed.
+	 */
+	IF w.tenant <> '' AND cardinality(new_ids) > 0 THEN
+		UPDATE webhook_inbox.inbox i SET tenant = w.tenant
+		 WHERE i.source_id = w.source_id AND i.event_id = ANY (new_ids) AND i.tenant = '';
+		UPDATE webhook_inbox.deliveries d SET tenant = w.tenant
+		 WHERE d.source_id = w.source_id AND d.event_id = ANY (new_ids) AND d.tenant = ''
+		   AND d.delivery_id = 'sweep ' || p_run_id;
+	END IF;
 	/* the events the inbox lacked: each a repair of what it changed */
-	INSERT INTO webhook_inbox.repairs (run_id, source_id, object_type, object_id, before, after, outcome)
-	SELECT p_run_id, w.source_id, coalesce(i.object_type, w.object_type), coalesce(i.object_id, i.event_id),
+	INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
+	SELECT p_run_id, w.source_id, i.tenant, coalesce(i.object_type, w.object_type), coalesce(i.object_id, i.event_id),
 		   NULL, jsonb_build_object('event', i.event_id, 'type', i.event_type, 'inbox', i.status), 'event'
 	  FROM webhook_inbox.inbox i
 	 WHERE i.source_id = w.source_id AND i.event_id = ANY (new_ids)
@@ -1380,7 +1494,7 @@ BEGIN
 	END IF;
 	RETURN QUERY
 	SELECT o.object_id FROM webhook_inbox.objects o
-	 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND NOT o.deleted
+	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND NOT o.deleted
 	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.sweep_seen x WHERE x.run_id = p_run_id AND x.object_id = o.object_id)
 	 ORDER BY o.object_id;
 	GET DIAGNOSTICS n = ROW_COUNT;
@@ -1405,7 +1519,7 @@ LANGUAGE sql STABLE AS $$
 	SELECT DISTINCT unnest(p.retry_ids)
 	  FROM webhook_inbox.sweep_runs r
 	 CROSS JOIN LATERAL (SELECT x.retry_ids FROM webhook_inbox.sweep_runs x
-						  WHERE x.source_id = r.source_id AND x.object_type = r.object_type AND x.id < r.id
+						  WHERE x.source_id = r.source_id AND x.tenant = r.tenant AND x.object_type = r.object_type AND x.id < r.id
 						  ORDER BY x.id DESC LIMIT 1) p
 	 WHERE r.id = p_run_id;
 $$;
@@ -1413,7 +1527,7 @@ COMMENT ON FUNCTION @extschema@._sweep_retry_ids(bigint) IS
 	'The objects the previous pass of the run''s (source, object type) skipped under a live claim: read by id first.';
 
 CREATE FUNCTION @extschema@._sweep_lease(p_source_id integer, p_object_type text, p_object_id text,
-	p_holder text, p_lease interval)
+	p_holder text, p_lease interval, p_tenant text DEFAULT '')
 RETURNS bigint
 LANGUAGE sql AS $$
 	/*
@@ -1421,17 +1535,17 @@ LANGUAGE sql AS $$
 	 * object; so does the object's advisory lock, held by a claim() or a
 	 * _work_local() working it right now.
 	 */
-	INSERT INTO webhook_inbox.object_leases AS l (source_id, object_type, object_id, token, holder, expires_at)
-	SELECT p_source_id, p_object_type, p_object_id, nextval('webhook_inbox.claim_token_seq'), p_holder,
+	INSERT INTO webhook_inbox.object_leases AS l (source_id, tenant, object_type, object_id, token, holder, expires_at)
+	SELECT p_source_id, p_tenant, p_object_type, p_object_id, nextval('webhook_inbox.claim_token_seq'), p_holder,
 		   now() + p_lease
 	 WHERE pg_try_advisory_xact_lock(hashtextextended(
-			'webhook_inbox/' || p_source_id || '/' || p_object_type || '/' || p_object_id, 0))
-	ON CONFLICT (source_id, object_type, object_id) DO UPDATE
+			'webhook_inbox/' || p_source_id || '/' || p_tenant || '/' || p_object_type || '/' || p_object_id, 0))
+	ON CONFLICT (source_id, tenant, object_type, object_id) DO UPDATE
 	   SET token = EXCLUDED.token, holder = EXCLUDED.holder, claimed_at = now(), expires_at = EXCLUDED.expires_at
 	 WHERE l.expires_at <= now()
 	RETURNING l.token
 $$;
-COMMENT ON FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval) IS
+COMMENT ON FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval, text) IS
 	'Takes an object''s lease for a sweep repair, with a fresh fencing token; NULL while a claim holds it.';
 
 CREATE FUNCTION @extschema@._sweep_repair(p_run_id bigint, p_token bigint, p_object_id text, p_object jsonb,
@@ -1449,15 +1563,15 @@ BEGIN
 	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = w.source_id;
 	SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO b
 	  FROM webhook_inbox.objects o
-	 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
+	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND o.object_id = p_object_id;
 	res := webhook_inbox._save_present(p_token, p_object, p_deleted, p_status_path, p_version_path,
 		format('sweep %s', p_run_id));
 	SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO a
 	  FROM webhook_inbox.objects o
-	 WHERE o.source_id = w.source_id AND o.object_type = w.object_type AND o.object_id = p_object_id;
+	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND o.object_id = p_object_id;
 	/* a type also counted once (a refund): record it if no event did */
 	IF p_occurrence AND p_object IS NOT NULL AND NOT p_deleted AND res <> 'fenced'
-	   AND webhook_inbox.record_occurrence(s.name, w.object_type, p_object_id, p_object, NULL,
+	   AND webhook_inbox._record_occurrence(s.id, w.tenant, w.object_type, p_object_id, p_object, NULL,
 			CASE WHEN jsonb_typeof(p_object -> 'amount') = 'number'
 				 THEN (p_object ->> 'amount')::numeric::bigint END,
 			p_object ->> 'currency') THEN
@@ -1470,8 +1584,8 @@ BEGIN
 		DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
 	END IF;
 	IF res IN ('applied', 'tombstone', 'recorded') THEN
-		INSERT INTO webhook_inbox.repairs (run_id, source_id, object_type, object_id, before, after, outcome)
-		VALUES (p_run_id, w.source_id, w.object_type, p_object_id, b, a, res);
+		INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
+		VALUES (p_run_id, w.source_id, w.tenant, w.object_type, p_object_id, b, a, res);
 		UPDATE webhook_inbox.sweep_runs x SET repaired = x.repaired + 1, differences = x.differences + 1
 		 WHERE x.id = p_run_id;
 	ELSE
@@ -1517,10 +1631,10 @@ BEGIN
 		 * Only a complete pass moves the checkpoint, to the run's start; a
 		 * full one compared everything, so it moves the incremental one too.
 		 */
-		INSERT INTO webhook_inbox.sweep_checkpoints AS c (source_id, object_type, layer, checkpoint, last_run_id)
-		SELECT w.source_id, w.object_type, l, w.started_at, w.id
+		INSERT INTO webhook_inbox.sweep_checkpoints AS c (source_id, tenant, object_type, layer, checkpoint, last_run_id)
+		SELECT w.source_id, w.tenant, w.object_type, l, w.started_at, w.id
 		  FROM unnest(CASE WHEN w.layer = 'full' THEN ARRAY['full', 'incremental'] ELSE ARRAY['incremental'] END) l
-		ON CONFLICT (source_id, object_type, layer) DO UPDATE
+		ON CONFLICT (source_id, tenant, object_type, layer) DO UPDATE
 		   SET checkpoint = greatest(c.checkpoint, EXCLUDED.checkpoint), last_run_id = EXCLUDED.last_run_id,
 			   updated_at = now();
 	END IF;
@@ -1530,25 +1644,26 @@ $$;
 COMMENT ON FUNCTION @extschema@._sweep_finish(bigint, text, text) IS
 	'Ends a sweep run: complete (the layer''s checkpoint moves to the run''s start; a full pass moves the incremental one too), incomplete (could not compare everything: the reason is kept, the checkpoint stays) or failed (checkpoint stays).';
 
-CREATE FUNCTION @extschema@._sweep_now(source text, object_type text, layer text)
+CREATE FUNCTION @extschema@._sweep_now(source text, object_type text, layer text, tenant text DEFAULT '')
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'wi_sweep_now'
 LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION @extschema@._sweep_now(text, text, text) IS
+COMMENT ON FUNCTION @extschema@._sweep_now(text, text, text, text) IS
 	'Runs one sweep in this session; returns the sweep_runs id.';
 
-CREATE FUNCTION @extschema@.sweep_now(source text, object_type text, layer text DEFAULT 'full')
+CREATE FUNCTION @extschema@.sweep_now(source text, object_type text, layer text DEFAULT 'full',
+	tenant text DEFAULT '')
 RETURNS SETOF @extschema@.sweep_runs
 LANGUAGE plpgsql AS $$
 DECLARE
 	run bigint;
 BEGIN
-	run := webhook_inbox._sweep_now(source, object_type, layer);
+	run := webhook_inbox._sweep_now(source, object_type, layer, tenant);
 	RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs WHERE id = run;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.sweep_now(text, text, text) IS
-	'Runs one reconciliation pass of a source''s object type now, synchronously in this session and inside this transaction (its repairs commit with it), and returns its sweep_runs row. layer: full (the default: every object, and the mirror''s objects the provider no longer has) or incremental (what happened since the checkpoint). Raises if the source has no list API for the type.';
+COMMENT ON FUNCTION @extschema@.sweep_now(text, text, text, text) IS
+	'Runs one reconciliation pass of a source''s object type now (for one tenant of the source, under its credentials: empty, the default, is the source''s own account), synchronously in this session and inside this transaction (its repairs commit with it), and returns its sweep_runs row. layer: full (the default: every object, and the mirror''s objects the provider no longer has) or incremental (what happened since the checkpoint). Raises if the source has no list API for the type.';
 
 CREATE VIEW @extschema@.sweep_health AS
 SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.status AS last_status,
@@ -1556,25 +1671,26 @@ SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.sta
 	   r.listed AS last_listed, r.repaired AS last_repaired, r.skipped AS last_skipped,
 	   r.errors AS last_errors, r.error AS last_error,
 	   (SELECT count(*) FROM webhook_inbox.sweep_runs x
-		 WHERE x.source_id = t.source_id AND x.object_type = t.object_type
+		 WHERE x.source_id = t.source_id AND x.tenant = t.tenant AND x.object_type = t.object_type
 		   AND x.status = 'failed' AND x.started_at > now() - interval '1 day') AS failed_last_day,
 	   (SELECT coalesce(sum(x.repaired), 0) FROM webhook_inbox.sweep_runs x
-		 WHERE x.source_id = t.source_id AND x.object_type = t.object_type
+		 WHERE x.source_id = t.source_id AND x.tenant = t.tenant AND x.object_type = t.object_type
 		   AND x.started_at > now() - interval '1 day') AS repaired_last_day,
 	   now() - c.checkpoint AS checkpoint_age,
 	   r.layer AS last_layer, r.incomplete_reason AS last_incomplete_reason,
 	   (SELECT f.checkpoint FROM webhook_inbox.sweep_checkpoints f
-		 WHERE f.source_id = t.source_id AND f.object_type = t.object_type AND f.layer = 'full') AS last_full_pass
-  FROM (SELECT DISTINCT x.source_id, x.object_type FROM webhook_inbox.sweep_runs x
-		UNION SELECT x.source_id, x.object_type FROM webhook_inbox.sweep_checkpoints x) t
+		 WHERE f.source_id = t.source_id AND f.tenant = t.tenant AND f.object_type = t.object_type AND f.layer = 'full') AS last_full_pass,
+	   t.tenant
+  FROM (SELECT DISTINCT x.source_id, x.tenant, x.object_type FROM webhook_inbox.sweep_runs x
+		UNION SELECT x.source_id, x.tenant, x.object_type FROM webhook_inbox.sweep_checkpoints x) t
   JOIN webhook_inbox.sources s ON s.id = t.source_id
-  LEFT JOIN webhook_inbox.sweep_checkpoints c ON c.source_id = t.source_id AND c.object_type = t.object_type
+  LEFT JOIN webhook_inbox.sweep_checkpoints c ON c.source_id = t.source_id AND c.tenant = t.tenant AND c.object_type = t.object_type
 	   AND c.layer = 'incremental'
   LEFT JOIN LATERAL (SELECT * FROM webhook_inbox.sweep_runs x
-					  WHERE x.source_id = t.source_id AND x.object_type = t.object_type
+					  WHERE x.source_id = t.source_id AND x.tenant = t.tenant AND x.object_type = t.object_type
 					  ORDER BY x.started_at DESC LIMIT 1) r ON true;
 COMMENT ON VIEW @extschema@.sweep_health IS
-	'What to alert on for sweeps: per (source, object type) the last run (of either layer), its repairs (a webhook path losing events shows here), failures in the last day, the incremental checkpoint''s age and when the last complete full pass started.';
+	'What to alert on for sweeps: per (source, object type, tenant) the last run (of either layer), its repairs (a webhook path losing events shows here), failures in the last day, the incremental checkpoint''s age and when the last complete full pass started.';
 
 ---------------------------------------------------------------------------
 -- Counters

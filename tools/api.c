@@ -429,6 +429,26 @@ count_request(sim_api *api, struct evhttp_request *req, const char *path)
 			rest = path + 5 + n;
 		break;
 	}
+	if (strcmp(path, "/v1/accounts") == 0 && method == EVHTTP_REQ_GET)
+		api->account_lists++;
+	else if (starts_with(path, "/v1/"))
+	{
+		/* whose credentials each Stripe request carried: Stripe-Account, Stripe-Context or the platform's */
+		struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+		const char *acct = evhttp_find_header(in, "Stripe-Account");
+		const char *ctx = evhttp_find_header(in, "Stripe-Context");
+		sbuf		k;
+
+		sb_init(&k);
+		if (acct)
+			sb_puts(&k, acct);
+		else if (ctx)
+			sb_printf(&k, "context:%s", ctx);
+		else
+			sb_puts(&k, "platform");
+		count(&api->scopes, k.data);
+		sb_free(&k);
+	}
 	if (rest == NULL)
 		return;
 	if (*rest && method == EVHTTP_REQ_GET)
@@ -567,6 +587,8 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		first = 0;
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
+		sb_puts(&b, ",\"tenant\":");
+		sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 		sb_printf(&b, ",\"type\":\"%s\",\"id\":\"%s\",\"status\":", obj_type_name(o->type), o->id);
 		if (st)
 			sb_printf(&b, "\"%s\"", st);
@@ -592,6 +614,8 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		first = 0;
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
+		sb_puts(&b, ",\"tenant\":");
+		sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 		sb_printf(&b, ",\"kind\":\"%s\",\"id\":\"%s\",\"amount\":%lld,\"currency\":\"%s\"}",
 				  obj_type_name(o->type), o->id, (long long) o->amount, currency_name(o));
 	}
@@ -631,6 +655,9 @@ handle_counters(sim_api *api, struct evhttp_request *req)
 	sb_printf(&b, ",\"lists\":%ld,\"faulted\":%ld,\"graphql_throttled\":%ld,\"effects\":", api->lists,
 			  api->faulted, api->gql_throttled);
 	render_counts(&b, &api->effects);
+	sb_puts(&b, ",\"scopes\":");
+	render_counts(&b, &api->scopes);
+	sb_printf(&b, ",\"account_lists\":%ld", api->account_lists);
 	sb_putc(&b, '}');
 	api_reply(req, 200, b.data);
 	sb_free(&b);
@@ -772,6 +799,8 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 	else if (strcmp(path, "/_sim/counters/reset") == 0 && method == EVHTTP_REQ_POST)
 	{
 		idmap_free(&api->fetches);
+		idmap_free(&api->scopes);
+		api->account_lists = 0;
 		idmap_free(&api->effects);
 		api->lists = 0;
 		api->faulted = 0;
@@ -1034,6 +1063,7 @@ api_stop(sim_api *api)
 	if (api->request_log)
 		fclose(api->request_log);
 	idmap_free(&api->fetches);
+	idmap_free(&api->scopes);
 	idmap_free(&api->effects);
 	idmap_free(&api->idem_index);
 	free(api->api_token);

@@ -64,6 +64,10 @@ struct sim_api
 	long		gql_throttled;	/* THROTTLED answers */
 
 	id_map		fetches;		/* id -> count */
+	id_map		scopes;			/* Stripe: whose credentials a /v1/ request
+								 * carried (acct_…, context:…, platform) ->
+								 * count; GET /v1/accounts apart */
+	long		account_lists;	/* GET /v1/accounts pages */
 	long		lists;
 	id_map		effects;		/* idempotency key -> submissions */
 	id_map		idem_index;		/* idempotency key -> index in idem */

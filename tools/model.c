@@ -356,6 +356,48 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 	qsort(m->by_id, (size_t) m->nby_id, sizeof(long), cmp_obj_idx);
 }
 
+void
+model_set_connect(sim_model *m, int n)
+{
+	sim_rng		r;
+	long		k;
+	long		nth = 0;
+
+	rng_seed(&r, m->seed ^ 0xacc0c0ecULL);
+	m->naccounts = n;
+	m->accounts = xcalloc((size_t) (n > 0 ? n : 1), SIM_ACCOUNT_ID_LEN);
+	m->account_created = xcalloc((size_t) (n > 0 ? n : 1), sizeof(int64_t));
+	for (int i = 0; i < n; i++)
+	{
+		char		tok[24];
+
+		rng_token(&r, tok, 16);
+		snprintf(m->accounts[i], SIM_ACCOUNT_ID_LEN, "acct_%s", tok);
+		m->account_created[i] = m->epoch - 86400 * (n - i);
+	}
+	if (n <= 0)
+		return;
+	for (k = 0; k < m->nroots; k++)
+		if (m->sources[m->objs[k].source].kind == WI_KIND_stripe)
+			m->objs[k].account = 1 + (int) (nth++ % n);
+}
+
+const char *
+model_account_id(const sim_model *m, int account)
+{
+	return account > 0 && account <= m->naccounts ? m->accounts[account - 1] : NULL;
+}
+
+int
+model_account_of(const sim_model *m, const char *id)
+{
+	if (id == NULL || id[0] == '\0')
+		return 0;
+	for (int i = 0; i < m->naccounts; i++)
+		if (strcmp(m->accounts[i], id) == 0)
+			return i + 1;
+	return -1;
+}
 
 void
 model_free(sim_model *m)
@@ -372,6 +414,8 @@ model_free(sim_model *m)
 	free(m->events);
 	free(m->by_id);
 	free(m->objs);
+	free(m->accounts);
+	free(m->account_created);
 	idmap_free(&m->obj_ids);
 	idmap_free(&m->event_ids);
 	memset(m, 0, sizeof(*m));
@@ -423,6 +467,7 @@ new_child(sim_model *m, sim_rng *r, obj_type t, long pi)
 	memset(o, 0, sizeof(*o));
 	o->type = t;
 	o->source = m->objs[pi].source;
+	o->account = m->objs[pi].account;
 	o->parent = pi;
 	o->charge = -1;
 	o->currency = m->objs[pi].currency;
@@ -752,7 +797,7 @@ queue_slot(sim_model *m)
 }
 
 static void
-store_event(sim_model *m, const char *id, const char *type, int source,
+store_event(sim_model *m, const char *id, const char *type, int source, int account,
 			int64_t created, const char *body)
 {
 	sim_stored_event *se;
@@ -766,6 +811,7 @@ store_event(sim_model *m, const char *id, const char *type, int source,
 	snprintf(se->id, sizeof(se->id), "%s", id);
 	snprintf(se->type, sizeof(se->type), "%s", type);
 	se->source = source;
+	se->account = account;
 	se->created = created;
 	se->body = xstrdup(body);
 	idmap_put(&m->event_ids, se->id, m->nevents);
@@ -774,13 +820,17 @@ store_event(sim_model *m, const char *id, const char *type, int source,
 
 /* A Stripe v1 snapshot event's JSON, as delivered and as /v1/events lists it. */
 static void
-stripe_event_json(sbuf *b, const char *id, const char *type, int64_t created,
+stripe_event_json(sbuf *b, const char *id, const char *account, const char *type, int64_t created,
 				  const char *object_json, const char *idem_key)
 {
-	sb_printf(b, "{\"id\":\"%s\",\"object\":\"event\",\"api_version\":\"%s\",\"created\":%lld,"
+	sb_printf(b, "{\"id\":\"%s\",\"object\":\"event\",", id);
+	/* a connected account's event names it (Event.account) */
+	if (account)
+		sb_printf(b, "\"account\":\"%s\",", account);
+	sb_printf(b, "\"api_version\":\"%s\",\"created\":%lld,"
 			  "\"data\":{\"object\":%s},\"livemode\":false,\"pending_webhooks\":1,"
 			  "\"request\":{\"id\":null,\"idempotency_key\":",
-			  id, STRIPE_API_VERSION, (long long) created, object_json);
+			  STRIPE_API_VERSION, (long long) created, object_json);
 	if (idem_key)
 		sb_json_str(b, idem_key);
 	else
@@ -807,6 +857,8 @@ emit_event(sim_model *m, long k, const char *type)
 	sb_init(&obj);
 	sb_init(&b);
 	ev->source = o->source;
+	snprintf(ev->account, sizeof(ev->account), "%s",
+			 model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 	ev->object_type = obj_type_name(o->type);
 	snprintf(ev->object_id, sizeof(ev->object_id), "%s", o->id);
 	iso_time(m->clock, 1, iso, sizeof(iso));
@@ -886,21 +938,25 @@ emit_event(sim_model *m, long k, const char *type)
 			sbuf		v1;
 
 			snprintf(ev->type, sizeof(ev->type), "v1.%s", type);
-			sb_printf(&b, "{\"id\":\"%s\",\"object\":\"v2.core.event\",\"type\":\"%s\",\"created\":\"%s\","
-					  "\"related_object\":{\"id\":\"%s\",\"type\":\"subscription\",\"url\":\"/v1/subscriptions/%s\"}}",
-					  ev->event_id, ev->type, iso, o->id, o->id);
+			sb_printf(&b, "{\"id\":\"%s\",\"object\":\"v2.core.event\",\"type\":\"%s\",\"created\":\"%s\",",
+					  ev->event_id, ev->type, iso);
+			/* a thin event names its account by context (Event.context) */
+			if (o->account)
+				sb_printf(&b, "\"context\":\"%s\",", model_account_id(m, o->account));
+			sb_printf(&b, "\"related_object\":{\"id\":\"%s\",\"type\":\"subscription\",\"url\":\"/v1/subscriptions/%s\"}}",
+					  o->id, o->id);
 			rng_token(&m->rng, tok, 24);
 			snprintf(v1id, sizeof(v1id), "evt_%s", tok);
 			sb_init(&v1);
-			stripe_event_json(&v1, v1id, type, m->clock, obj.data, NULL);
-			store_event(m, v1id, type, o->source, m->clock, v1.data);
+			stripe_event_json(&v1, v1id, model_account_id(m, o->account), type, m->clock, obj.data, NULL);
+			store_event(m, v1id, type, o->source, o->account, m->clock, v1.data);
 			sb_free(&v1);
 		}
 		else
 		{
 			snprintf(ev->type, sizeof(ev->type), "%s", type);
-			stripe_event_json(&b, ev->event_id, type, m->clock, obj.data, NULL);
-			store_event(m, ev->event_id, type, o->source, m->clock, b.data);
+			stripe_event_json(&b, ev->event_id, model_account_id(m, o->account), type, m->clock, obj.data, NULL);
+			store_event(m, ev->event_id, type, o->source, o->account, m->clock, b.data);
 		}
 	}
 	ev->body_len = b.len;
@@ -1609,8 +1665,8 @@ model_effect_refund(sim_model *m, long pi, int64_t amount, const char *metadata,
 	render_object(m, &obj, o);
 	rng_token(&m->effect_rng, tok, 24);
 	snprintf(id, sizeof(id), "evt_%s", tok);
-	stripe_event_json(&b, id, "refund.created", m->clock, obj.data, NULL);
-	store_event(m, id, "refund.created", o->source, m->clock, b.data);
+	stripe_event_json(&b, id, model_account_id(m, o->account), "refund.created", m->clock, obj.data, NULL);
+	store_event(m, id, "refund.created", o->source, o->account, m->clock, b.data);
 	sb_free(&obj);
 	sb_free(&b);
 	return c;

@@ -72,6 +72,8 @@ typedef struct sim_object
 	long		pos;			/* position in the type's creation order */
 	long		number;			/* order number (#1001 …), issue/pull number */
 	int64_t		alt_id;			/* pull requests: the id of their issue */
+	int			account;		/* Stripe Connect: 1 + index into the model's
+								 * accounts; 0: the platform's own */
 	char		customer[40];
 	char		metadata[SIM_META_LEN];	/* rendered JSON object members, or "" */
 } sim_object;
@@ -83,8 +85,11 @@ typedef struct sim_stored_event
 	char		type[64];
 	int			source;
 	int64_t		created;		/* synthetic seconds, as in the body */
+	int			account;		/* as sim_object.account */
 	char	   *body;			/* the exact event JSON */
 } sim_stored_event;
+
+#define SIM_ACCOUNT_ID_LEN 32
 
 /* One generated webhook event (the caller frees with sim_event_free). */
 typedef struct sim_event
@@ -95,6 +100,7 @@ typedef struct sim_event
 	char		type[64];		/* Stripe type, Shopify topic, … */
 	const char *object_type;	/* subscription, payment_intent, order, … */
 	char		object_id[SIM_ID_LEN];
+	char		account[32];	/* Stripe Connect: the object's account, or "" */
 	hdr_list	headers;		/* provider headers, signatures excluded */
 	char	   *body;
 	size_t		body_len;
@@ -141,6 +147,11 @@ typedef struct sim_model
 	long		events_cap;
 	id_map		event_ids;
 
+	/* Stripe Connect: the connected accounts that own the Stripe objects */
+	int			naccounts;
+	char		(*accounts)[SIM_ACCOUNT_ID_LEN];
+	int64_t    *account_created;
+
 	/* events of one change beyond the first, delivered next */
 	sim_event	queue[SIM_MAX_QUEUE];
 	int			nqueue;
@@ -158,6 +169,20 @@ extern void model_init(sim_model *m, uint64_t seed, long nobjects,
 					   unsigned types_mask, const char *repo,
 					   sim_source *sources, int nsources);
 extern void model_free(sim_model *m);
+
+/*
+ * Stripe Connect: n connected accounts (acct_…, drawn from the seed apart
+ * from the scenario's stream) own every Stripe object, root objects spread
+ * over them in turn, children with their PaymentIntent; the platform owns
+ * none.  Call after model_init, before the first event.  Every event of an
+ * account carries its top-level "account" (and a thin event its "context").
+ */
+extern void model_set_connect(sim_model *m, int n);
+
+/* The account id of an object's or event's account field, or NULL: the platform. */
+extern const char *model_account_id(const sim_model *m, int account);
+/* The account field of an account id ("acct_…"), 0 for NULL or "", -1 if unknown. */
+extern int	model_account_of(const sim_model *m, const char *id);
 
 /*
  * Whether the model generates events for sources of kind k (Stripe, Shopify,

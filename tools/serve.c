@@ -42,6 +42,7 @@ typedef struct serve_opts
 	int			concurrency;
 	double		rate;
 	double		thin_share;
+	int			connect_accounts;	/* Stripe Connect: accounts owning the objects */
 	unsigned	types;
 	const char *repo;			/* GitHub owner/name */
 	int64_t		epoch;			/* INT64_MIN: now */
@@ -69,6 +70,7 @@ typedef struct serve_ctx
 	long		generated;
 	long		dropped;
 	id_map		dropped_by;		/* event type -> dropped deliveries */
+	id_map		dropped_accounts;	/* Connect: account -> dropped deliveries */
 	long		duplicated;
 	int			gen_done;
 	int			reported;
@@ -103,6 +105,8 @@ serve_help(void)
 		 "  --epoch now|SECONDS      start of the scenario's clock (default now)\n"
 		 "  --standard NAME:SECRET   Standard Webhooks source: takes the subscription events\n"
 		 "  --thin-share P           share of Stripe subscription events sent as thin events (default 0)\n"
+		 "  --connect-accounts N     Stripe Connect: N connected accounts own the Stripe objects, each\n"
+		 "                           readable only under its Stripe-Account (default 0: the platform's)\n"
 		 "  --record FILE            write the event stream as JSONL (same seed => same bytes)\n"
 		 "\n"
 		 "Delivery (only with --deliver-to):\n"
@@ -174,7 +178,24 @@ render_status(void *arg, sbuf *out)
 		sb_json_str(out, c->dropped_by.keys[i]);
 		sb_printf(out, ":%ld", c->dropped_by.vals[i]);
 	}
-	sb_printf(out, "},\"done\":%s}", done ? "true" : "false");
+	sb_putc(out, '}');
+	if (c->opt->connect_accounts > 0)
+	{
+		first = 1;
+		sb_puts(out, ",\"dropped_accounts\":{");
+		for (i = 0; i < c->dropped_accounts.cap; i++)
+		{
+			if (c->dropped_accounts.keys[i] == NULL)
+				continue;
+			if (!first)
+				sb_putc(out, ',');
+			first = 0;
+			sb_json_str(out, c->dropped_accounts.keys[i]);
+			sb_printf(out, ":%ld", c->dropped_accounts.vals[i]);
+		}
+		sb_putc(out, '}');
+	}
+	sb_printf(out, ",\"done\":%s}", done ? "true" : "false");
 }
 
 /* Print the status line once, when generation and delivery are finished. */
@@ -223,6 +244,11 @@ emit(serve_ctx *c, sim_event *ev)
 
 			c->dropped++;
 			idmap_put(&c->dropped_by, ev->type, n < 0 ? 1 : n + 1);
+			if (ev->account[0] != '\0')
+			{
+				n = idmap_get(&c->dropped_accounts, ev->account);
+				idmap_put(&c->dropped_accounts, ev->account, n < 0 ? 1 : n + 1);
+			}
 		}
 		else
 		{
@@ -327,6 +353,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"concurrency", required_argument, NULL, 9},
 		{"rate", required_argument, NULL, 10},
 		{"thin-share", required_argument, NULL, 11},
+		{"connect-accounts", required_argument, NULL, 29},
 		{"retry-base-ms", required_argument, NULL, 12},
 		{"retry-max-ms", required_argument, NULL, 13},
 		{"max-attempts", required_argument, NULL, 14},
@@ -438,6 +465,10 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				}
 			case 11:
 				bad = parse_share(optarg, &o->thin_share) != 0;
+				break;
+			case 29:
+				bad = parse_int64(optarg, 0, 10000, &v) != 0;
+				o->connect_accounts = (int) v;
 				break;
 			case 12:
 				bad = parse_int64(optarg, 1, 86400000, &v) != 0;
@@ -638,6 +669,7 @@ cmd_serve(int argc, char **argv)
 	model_init(&c.model, opt.seed, opt.objects, opt.events, opt.thin_share,
 			   opt.epoch == INT64_MIN ? now_epoch() : opt.epoch, opt.types, opt.repo,
 			   c.sources, c.nsources);
+	model_set_connect(&c.model, opt.connect_accounts);
 	/* live: the clock follows real time, so Stripe's created filters work */
 	c.model.follow_wall = opt.deliver_to != NULL && opt.epoch == INT64_MIN;
 	rng_seed(&c.chaos, opt.seed ^ 0xc4a05c4a05ULL);
@@ -725,6 +757,7 @@ err:
 		event_base_free(c.base);
 	model_free(&c.model);
 	idmap_free(&c.dropped_by);
+	idmap_free(&c.dropped_accounts);
 	for (i = 0; i < c.nsources; i++)
 		source_free(&c.sources[i]);
 	return rc;

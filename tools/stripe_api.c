@@ -23,7 +23,17 @@
  *     metadata[key]=value; an Idempotency-Key is kept idempotency_ttl (24 h):
  *     the same key and parameters replay the first answer (with
  *     Idempotent-Replayed: true), other parameters get 400
- *     idempotency_error.  Stripe has no lookup by idempotency key.
+ *     idempotency_error.  Stripe has no lookup by idempotency key;
+ *   - Stripe Connect (--connect-accounts): connected accounts own every
+ *     object, list and event, each visible only under the Stripe-Account
+ *     header naming its account (or Stripe-Context, whose last segment
+ *     names it); asked for without it, or under another account, an object
+ *     is 404 resource_missing "No such subscription: 'sub_…'", exactly as
+ *     a deleted one; the platform owns none.  Both headers at once are
+ *     refused (stripe-node never sends both); an unknown account is 403.
+ *     GET /v1/accounts lists the connected accounts (AccountListParams:
+ *     created, expand, limit 1-100, starting_after, ending_before), newest
+ *     first, and GET /v1/accounts/{id} retrieves one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +95,7 @@ typedef struct list_query
 	const char *type;
 	const char *types[MAX_TYPES];
 	int			ntypes;
+	int			account;		/* the request's Connect account; 0: the platform */
 } list_query;
 
 /* Is w[0..n) one of the space-separated words? */
@@ -324,6 +335,8 @@ object_matches(const sim_model *m, const sim_object *o, const list_query *q)
 
 	if (o->created < q->lo || o->created > q->hi)
 		return 0;
+	if (o->account != q->account)
+		return 0;
 	if (o->type == OT_CUSTOMER && o->deleted)
 		return 0;
 	if (o->type == OT_SUB)
@@ -368,6 +381,8 @@ event_matches(const sim_stored_event *e, const list_query *q, int64_t oldest)
 	int			i;
 
 	if (e->created < oldest || e->created < q->lo || e->created > q->hi)
+		return 0;
+	if (e->account != q->account)
 		return 0;
 	if (q->type && !type_matches(q->type, e->type))
 		return 0;
@@ -432,7 +447,8 @@ noun(const list_spec *spec)
 }
 
 static void
-handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim_params *ps)
+handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim_params *ps,
+			int account)
 {
 	list_query	q;
 	list_view	v;
@@ -446,6 +462,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim
 	if (check_names(req, ps, spec->sdk_params, spec->implemented, 1) != 0 ||
 		parse_query(req, ps, spec, &q) != 0)
 		return;
+	q.account = account;
 	v.m = api->model;
 	v.spec = spec;
 	v.q = &q;
@@ -526,7 +543,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim
 
 static void
 handle_retrieve(sim_api *api, struct evhttp_request *req, const list_spec *spec,
-				const char *id, sim_params *ps)
+				const char *id, sim_params *ps, int account)
 {
 	sim_model  *m = api->model;
 	long		k;
@@ -538,7 +555,8 @@ handle_retrieve(sim_api *api, struct evhttp_request *req, const list_spec *spec,
 	if (spec->type < 0)
 	{
 		k = idmap_get(&m->event_ids, id);
-		if (k >= 0 && m->events[k].created >= now_epoch() - STRIPE_EVENT_RETENTION)
+		if (k >= 0 && m->events[k].created >= now_epoch() - STRIPE_EVENT_RETENTION &&
+			m->events[k].account == account)
 			sb_puts(&b, m->events[k].body);
 		else
 			k = -1;
@@ -546,6 +564,9 @@ handle_retrieve(sim_api *api, struct evhttp_request *req, const list_spec *spec,
 	else
 	{
 		k = model_find_object(m, (obj_type) spec->type, id);
+		/* another account's object is missing, as a deleted one is */
+		if (k >= 0 && m->objs[k].account != account)
+			k = -1;
 		if (k >= 0)
 			render_object(m, &b, &m->objs[k]);
 	}
@@ -604,7 +625,7 @@ render_metadata_params(struct evhttp_request *req, sim_params *ps, sbuf *out)
 }
 
 static void
-handle_refund(sim_api *api, struct evhttp_request *req, const char *path)
+handle_refund(sim_api *api, struct evhttp_request *req, const char *path, int account)
 {
 	sim_model  *m = api->model;
 	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
@@ -686,6 +707,8 @@ handle_refund(sim_api *api, struct evhttp_request *req, const char *path)
 
 		k = c >= 0 ? m->objs[c].parent : -1;
 	}
+	if (k >= 0 && m->objs[k].account != account)
+		k = -1;
 	if (k < 0)
 	{
 		sb_printf(&b, "No such %s: '%s'", pi_s ? "payment_intent" : "charge", pi_s ? pi_s : ch_s);
@@ -770,6 +793,147 @@ done:
 	sb_free(&meta);
 }
 
+/* ---------- Connect ---------- */
+
+/*
+ * The account a request acts for: Stripe-Account, or the last segment of
+ * Stripe-Context's path; 0 for the platform.  -1 with the error answered.
+ */
+static int
+request_account(sim_api *api, struct evhttp_request *req, int *account)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const char *acct = evhttp_find_header(in, "Stripe-Account");
+	const char *ctx = evhttp_find_header(in, "Stripe-Context");
+	const char *id = acct;
+	char		msg[512];
+
+	*account = 0;
+	if (acct && ctx)
+	{
+		api_stripe_error(req, 400, "invalid_request_error", NULL, NULL,
+						 "Requests may name a Stripe-Account or a Stripe-Context, not both.");
+		return -1;
+	}
+	if (ctx)
+		id = strrchr(ctx, '/') ? strrchr(ctx, '/') + 1 : ctx;
+	if (id == NULL)
+		return 0;
+	*account = model_account_of(api->model, id);
+	if (*account <= 0)
+	{
+		snprintf(msg, sizeof(msg), "The provided key does not have access to account '%.64s' (or that "
+				 "account does not exist). Application access may have been revoked.", id);
+		api_stripe_error(req, 403, "invalid_request_error", "account_invalid", NULL, msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+render_account(const sim_model *m, int i, sbuf *b)
+{
+	sb_printf(b, "{\"id\":\"%s\",\"object\":\"account\",\"type\":\"custom\",\"business_type\":\"company\","
+			  "\"charges_enabled\":true,\"payouts_enabled\":true,\"details_submitted\":true,"
+			  "\"country\":\"US\",\"default_currency\":\"usd\",\"created\":%lld}",
+			  m->accounts[i], (long long) m->account_created[i]);
+}
+
+/* GET /v1/accounts[/{id}]: the platform's connected accounts, newest first. */
+static void
+handle_accounts(sim_api *api, struct evhttp_request *req, const char *rest, sim_params *ps,
+				int account)
+{
+	sim_model  *m = api->model;
+	const char *lim = params_get(ps, "limit");
+	const char *after = params_get(ps, "starting_after");
+	const char *before = params_get(ps, "ending_before");
+	int64_t		limit = 10;
+	int			pos = m->naccounts;	/* newest first: index naccounts-1 down to 0 */
+	int			got = 0;
+	int			has_more = 0;
+	sbuf		b;
+
+	if (rest[0] == '/')
+	{
+		int			i = model_account_of(m, rest + 1);
+
+		if (check_names(req, ps, "expand", "", 0) != 0)
+			return;
+		sb_init(&b);
+		if (i <= 0 || (account != 0 && account != i))
+		{
+			sb_printf(&b, "No such account: '%.64s'", rest + 1);
+			api_stripe_error(req, 404, "invalid_request_error", "resource_missing", "account", b.data);
+		}
+		else
+		{
+			render_account(m, i - 1, &b);
+			api_reply(req, 200, b.data);
+		}
+		sb_free(&b);
+		return;
+	}
+	if (check_names(req, ps, "created expand", "", 1) != 0)
+		return;
+	if (lim && parse_int64(lim, 1, 100, &limit) != 0)
+	{
+		stripe_msg(req, 400, "parameter_invalid_integer", "limit",
+				   "Invalid integer: %s (limit must be between 1 and 100)", lim);
+		return;
+	}
+	if (after || before)
+	{
+		int			i = model_account_of(m, after ? after : before);
+
+		if (i <= 0)
+		{
+			char		msg[256];
+
+			snprintf(msg, sizeof(msg), "No such account: '%.64s'", after ? after : before);
+			api_stripe_error(req, 400, "invalid_request_error", "resource_missing",
+							 after ? "starting_after" : "ending_before", msg);
+			return;
+		}
+		pos = i - 1;
+	}
+	sb_init(&b);
+	sb_puts(&b, "{\"object\":\"list\",\"data\":[");
+	/* a connected account lists none (it is not a platform) */
+	if (account == 0 && before)
+	{
+		int			lo = pos + 1;
+		int			hi = pos + (int) limit;
+
+		if (hi > m->naccounts - 1)
+			hi = m->naccounts - 1;
+		has_more = hi < m->naccounts - 1;
+		for (int i = hi; i >= lo; i--)
+		{
+			if (got++)
+				sb_putc(&b, ',');
+			render_account(m, i, &b);
+		}
+	}
+	else if (account == 0)
+	{
+		for (int i = pos - 1; i >= 0; i--)
+		{
+			if (got == limit)
+			{
+				has_more = 1;
+				break;
+			}
+			if (got++)
+				sb_putc(&b, ',');
+			render_account(m, i, &b);
+		}
+	}
+	sb_printf(&b, "],\"has_more\":%s,\"url\":\"/v1/accounts\"}", has_more ? "true" : "false");
+	api_reply(req, 200, b.data);
+	sb_free(&b);
+}
+
 /* ---------- routing ---------- */
 
 void
@@ -779,11 +943,25 @@ stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 	const char *rest = path + 4;	/* after /v1/ */
 	sim_params	ps;
 	size_t		i;
+	int			account;
 
 	if (params_parse(query, query ? strlen(query) : 0, &ps) != 0)
 	{
 		api_stripe_error(req, 400, "invalid_request_error", NULL, NULL,
 						 "Invalid query string: bad percent-encoding");
+		return;
+	}
+	if (request_account(api, req, &account) != 0)
+	{
+		params_free(&ps);
+		return;
+	}
+	if (strncmp(rest, "accounts", 8) == 0 && (rest[8] == '\0' || (rest[8] == '/' && rest[9] != '\0' &&
+																	 strchr(rest + 9, '/') == NULL)) &&
+		method == EVHTTP_REQ_GET)
+	{
+		handle_accounts(api, req, rest + 8, &ps, account);
+		params_free(&ps);
 		return;
 	}
 	for (i = 0; i < sizeof(list_specs) / sizeof(list_specs[0]); i++)
@@ -794,7 +972,7 @@ stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 		if (strncmp(rest, spec->path, n) != 0 || (rest[n] != '\0' && rest[n] != '/'))
 			continue;
 		if (rest[n] == '\0' && method == EVHTTP_REQ_GET)
-			handle_list(api, req, spec, &ps);
+			handle_list(api, req, spec, &ps, account);
 		else if (rest[n] == '\0' && method == EVHTTP_REQ_POST && spec->type == OT_REFUND)
 		{
 			if (ps.n > 0)
@@ -802,11 +980,11 @@ stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 						   "Received unknown parameter: %s (POST parameters go in the form body)",
 						   ps.p[0].name);
 			else
-				handle_refund(api, req, path);
+				handle_refund(api, req, path, account);
 		}
 		else if (rest[n] == '/' && rest[n + 1] != '\0' && strchr(rest + n + 1, '/') == NULL &&
 				 method == EVHTTP_REQ_GET)
-			handle_retrieve(api, req, spec, rest + n + 1, &ps);
+			handle_retrieve(api, req, spec, rest + n + 1, &ps, account);
 		else
 			break;
 		params_free(&ps);

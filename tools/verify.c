@@ -11,7 +11,12 @@
  *     status is not compared; orders also compare version (numerically);
  *   - every truth occurrence must be in the mirror exactly once with equal
  *     amount and currency;
- *   - mirror objects and occurrences absent from the truth are differences.
+ *   - mirror objects and occurrences absent from the truth are differences;
+ *   - all of it per tenant: an object or occurrence is (tenant, type, id),
+ *     the tenant being the provider account that owns it (a Stripe Connect
+ *     account; "" for the source's own account), so an account's object
+ *     mirrored under another tenant is both missing and extra.  A line about
+ *     a tenant's object names it: "subscription sub_1 of acct_…: …".
  * Exit 0 without differences, 1 with, 2 for bad usage or when the comparison
  * cannot run (database or simulator unreachable).
  */
@@ -38,6 +43,18 @@ verify_help(void)
 		 "with the truth of the simulator at URL (its --listen address, e.g.\n"
 		 "http://127.0.0.1:8081).  Prints one line per difference and a summary line.\n"
 		 "Exit 0: no difference; 1: differences; 2: bad usage or comparison impossible.");
+}
+
+/* " of TENANT" for a tenant's object in a difference line, "" for the source's own. */
+static const char *
+of_tenant(const char *tenant)
+{
+	static char buf[300];
+
+	if (tenant == NULL || tenant[0] == '\0')
+		return "";
+	snprintf(buf, sizeof(buf), " of %.280s", tenant);
+	return buf;
 }
 
 static size_t
@@ -197,13 +214,15 @@ cmd_verify(int argc, char **argv)
 	src = PQexecParams(conn, "SELECT id FROM webhook_inbox.sources WHERE name = $1",
 					   1, NULL, params, NULL, NULL, 0);
 	objs = PQexecParams(conn,
-						"SELECT o.object_type, o.object_id, o.status, o.version::text, o.deleted"
+						"SELECT o.object_type, o.object_id, o.status, o.version::text, o.deleted,"
+						"       coalesce(to_jsonb(o) ->> 'tenant', '')"
 						"  FROM webhook_inbox.objects o"
 						"  JOIN webhook_inbox.sources s ON s.id = o.source_id"
 						" WHERE s.name = $1",
 						1, NULL, params, NULL, NULL, 0);
 	occs = PQexecParams(conn,
-						"SELECT c.kind, c.occurrence_id, c.amount::text, c.currency"
+						"SELECT c.kind, c.occurrence_id, c.amount::text, c.currency,"
+						"       coalesce(to_jsonb(c) ->> 'tenant', '')"
 						"  FROM webhook_inbox.occurrences c"
 						"  JOIN webhook_inbox.sources s ON s.id = c.source_id"
 						" WHERE s.name = $1",
@@ -225,7 +244,7 @@ cmd_verify(int argc, char **argv)
 		sbuf		key;
 
 		sb_init(&key);
-		sb_printf(&key, "%s/%s", PQgetvalue(objs, r, 0), PQgetvalue(objs, r, 1));
+		sb_printf(&key, "%s/%s/%s", PQgetvalue(objs, r, 5), PQgetvalue(objs, r, 0), PQgetvalue(objs, r, 1));
 		idmap_put(&mirror_obj, key.data, r);
 		sb_free(&key);
 	}
@@ -235,12 +254,12 @@ cmd_verify(int argc, char **argv)
 		long		prev;
 
 		sb_init(&key);
-		sb_printf(&key, "%s/%s", PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1));
+		sb_printf(&key, "%s/%s/%s", PQgetvalue(occs, r, 4), PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1));
 		prev = idmap_get(&mirror_occ, key.data);
 		if (prev >= 0)
 		{
-			printf("occurrence %s %s: recorded more than once\n",
-				   PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1));
+			printf("occurrence %s %s%s: recorded more than once\n",
+				   PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1), of_tenant(PQgetvalue(occs, r, 4)));
 			diffs++;
 		}
 		else
@@ -256,7 +275,8 @@ cmd_verify(int argc, char **argv)
 		const char *type = jv_string(jv_get(t, "type")),
 				   *id = jv_string(jv_get(t, "id")),
 				   *status = jv_string(jv_get(t, "status")),
-				   *version = jv_scalar_text(jv_get(t, "version"));
+				   *version = jv_scalar_text(jv_get(t, "version")),
+				   *tenant = jv_string(jv_get(t, "tenant"));
 		const jv   *del = jv_get(t, "deleted");
 		int			tdel = del && del->type == JV_BOOL && del->boolean;
 		sbuf		key;
@@ -267,16 +287,18 @@ cmd_verify(int argc, char **argv)
 			type == NULL || id == NULL)
 			continue;
 		nobj++;
+		if (tenant == NULL)
+			tenant = "";
 		sb_init(&key);
-		sb_printf(&key, "%s/%s", type, id);
+		sb_printf(&key, "%s/%s/%s", tenant, type, id);
 		m = idmap_get(&mirror_obj, key.data);
 		sb_free(&key);
 		if (m < 0)
 		{
 			if (!tdel)
 			{
-				printf("%s %s: missing from the mirror (truth status %s)\n", type, id,
-					   status ? status : "?");
+				printf("%s %s%s: missing from the mirror (truth status %s)\n", type, id,
+					   of_tenant(tenant), status ? status : "?");
 				diffs++;
 			}
 			continue;
@@ -284,7 +306,7 @@ cmd_verify(int argc, char **argv)
 		obj_seen[m] = 1;
 		if (truthy(PQgetvalue(objs, (int) m, 4)) != tdel)
 		{
-			printf("%s %s: deleted differs: mirror %s, truth %s\n", type, id,
+			printf("%s %s%s: deleted differs: mirror %s, truth %s\n", type, id, of_tenant(tenant),
 				   truthy(PQgetvalue(objs, (int) m, 4)) ? "true" : "false",
 				   tdel ? "true" : "false");
 			diffs++;
@@ -295,14 +317,14 @@ cmd_verify(int argc, char **argv)
 		if (status && (PQgetisnull(objs, (int) m, 2) ||
 					   strcmp(PQgetvalue(objs, (int) m, 2), status) != 0))
 		{
-			printf("%s %s: status differs: mirror %s, truth %s\n", type, id,
+			printf("%s %s%s: status differs: mirror %s, truth %s\n", type, id, of_tenant(tenant),
 				   PQgetisnull(objs, (int) m, 2) ? "NULL" : PQgetvalue(objs, (int) m, 2), status);
 			diffs++;
 		}
 		if (strcmp(type, "order") == 0 && version &&
 			(PQgetisnull(objs, (int) m, 3) || !num_equal(PQgetvalue(objs, (int) m, 3), version)))
 		{
-			printf("%s %s: version differs: mirror %s, truth %s\n", type, id,
+			printf("%s %s%s: version differs: mirror %s, truth %s\n", type, id, of_tenant(tenant),
 				   PQgetisnull(objs, (int) m, 3) ? "NULL" : PQgetvalue(objs, (int) m, 3), version);
 			diffs++;
 		}
@@ -310,8 +332,8 @@ cmd_verify(int argc, char **argv)
 	for (r = 0; r < PQntuples(objs); r++)
 		if (!obj_seen[r])
 		{
-			printf("%s %s: in the mirror but not in the truth\n",
-				   PQgetvalue(objs, r, 0), PQgetvalue(objs, r, 1));
+			printf("%s %s%s: in the mirror but not in the truth\n",
+				   PQgetvalue(objs, r, 0), PQgetvalue(objs, r, 1), of_tenant(PQgetvalue(objs, r, 5)));
 			diffs++;
 		}
 
@@ -321,7 +343,8 @@ cmd_verify(int argc, char **argv)
 		const char *kind = jv_string(jv_get(t, "kind")),
 				   *id = jv_string(jv_get(t, "id")),
 				   *amount = jv_scalar_text(jv_get(t, "amount")),
-				   *currency = jv_string(jv_get(t, "currency"));
+				   *currency = jv_string(jv_get(t, "currency")),
+				   *tenant = jv_string(jv_get(t, "tenant"));
 		sbuf		key;
 		long		m;
 
@@ -330,13 +353,15 @@ cmd_verify(int argc, char **argv)
 			kind == NULL || id == NULL)
 			continue;
 		nocc++;
+		if (tenant == NULL)
+			tenant = "";
 		sb_init(&key);
-		sb_printf(&key, "%s/%s", kind, id);
+		sb_printf(&key, "%s/%s/%s", tenant, kind, id);
 		m = idmap_get(&mirror_occ, key.data);
 		sb_free(&key);
 		if (m < 0)
 		{
-			printf("occurrence %s %s: missing from the mirror\n", kind, id);
+			printf("occurrence %s %s%s: missing from the mirror\n", kind, id, of_tenant(tenant));
 			diffs++;
 			continue;
 		}
@@ -344,14 +369,14 @@ cmd_verify(int argc, char **argv)
 		if (amount && (PQgetisnull(occs, (int) m, 2) ||
 					   !num_equal(PQgetvalue(occs, (int) m, 2), amount)))
 		{
-			printf("occurrence %s %s: amount differs: mirror %s, truth %s\n", kind, id,
+			printf("occurrence %s %s%s: amount differs: mirror %s, truth %s\n", kind, id, of_tenant(tenant),
 				   PQgetisnull(occs, (int) m, 2) ? "NULL" : PQgetvalue(occs, (int) m, 2), amount);
 			diffs++;
 		}
 		if (currency && (PQgetisnull(occs, (int) m, 3) ||
 						 strcmp(PQgetvalue(occs, (int) m, 3), currency) != 0))
 		{
-			printf("occurrence %s %s: currency differs: mirror %s, truth %s\n", kind, id,
+			printf("occurrence %s %s%s: currency differs: mirror %s, truth %s\n", kind, id, of_tenant(tenant),
 				   PQgetisnull(occs, (int) m, 3) ? "NULL" : PQgetvalue(occs, (int) m, 3), currency);
 			diffs++;
 		}
@@ -361,12 +386,12 @@ cmd_verify(int argc, char **argv)
 		sbuf		key;
 
 		sb_init(&key);
-		sb_printf(&key, "%s/%s", PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1));
+		sb_printf(&key, "%s/%s/%s", PQgetvalue(occs, r, 4), PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1));
 		/* duplicates were reported above; flag only rows of unknown keys */
 		if (!occ_seen[idmap_get(&mirror_occ, key.data)])
 		{
-			printf("occurrence %s %s: in the mirror but not in the truth\n",
-				   PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1));
+			printf("occurrence %s %s%s: in the mirror but not in the truth\n",
+				   PQgetvalue(occs, r, 0), PQgetvalue(occs, r, 1), of_tenant(PQgetvalue(occs, r, 4)));
 			diffs++;
 			occ_seen[idmap_get(&mirror_occ, key.data)] = 1;
 		}

@@ -97,6 +97,7 @@ wi_source_load(int32 source_id)
 			src->repo = copy_value(tup, desc, 15, cxt);
 			src->api_version = copy_value(tup, desc, 16, cxt);
 			src->api = copy_value(tup, desc, 17, cxt);
+			src->stripe_version = copy_value(tup, desc, 18, cxt);
 		}
 	}
 	SPI_finish();
@@ -176,6 +177,26 @@ wi_template(const char *tmpl, const char *const *keys, const char *const *values
 			appendStringInfoChar(&b, *p++);
 	}
 	return b.data;
+}
+
+/*
+ * Scopes req (initialised by wi_http_init_request) to a tenant of src: the
+ * adapter's scope headers, and whose credentials the request carries.  A
+ * request for a tenant that the adapter cannot scope carries the source's
+ * own ("") credentials, so that its answer is never taken for the tenant's.
+ */
+void
+wi_request_scope(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *src,
+				 const char *tenant, const char *context)
+{
+	bool		carried = false;
+
+	if (tenant == NULL)
+		tenant = "";
+	memset(req->scope, 0, sizeof(req->scope));
+	if (adapter->scope_headers != NULL)
+		carried = adapter->scope_headers(src, tenant, context, req->scope);
+	req->credentials = (tenant[0] == '\0' || carried) ? tenant : "";
 }
 
 /* ISO-8601 UTC of epoch seconds, for list APIs that filter by time. */

@@ -89,5 +89,5 @@ generic_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_generic = {
-	"generic", generic_type_map, generic_object_url, generic_list_url, generic_auth_header, NULL, 0
+	"generic", generic_type_map, generic_object_url, generic_list_url, generic_auth_header, NULL, 0, NULL, NULL
 };

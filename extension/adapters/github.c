@@ -88,5 +88,5 @@ wi_github_tenant_auth_header(const WiSource *src, const char *tenant, int flags,
 }
 
 const WiAdapter wi_adapter_github = {
-	"github", github_type_map, github_object_url, github_list_url, github_auth_header, NULL, 0
+	"github", github_type_map, github_object_url, github_list_url, github_auth_header, NULL, 0, NULL, NULL
 };

@@ -348,6 +348,6 @@ shopify_answer_shape(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_shopify = {
-	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0,
+	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0, NULL, NULL,
 	shopify_object_body, shopify_list_body, shopify_read_answer, shopify_answer_shape
 };

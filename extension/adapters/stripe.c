@@ -134,7 +134,49 @@ stripe_auth_header(const WiSource *src)
 	return src->api_token ? psprintf("Authorization: Bearer %s", src->api_token) : NULL;
 }
 
+/*
+ * A connected account's objects, lists and events are read with the
+ * platform's key and Stripe-Account naming the account, or Stripe-Context
+ * when the account's events carried a context (it supersedes
+ * Stripe-Account; stripe-node refuses to send both, utils.js "Can't
+ * specify both stripeAccount and stripeContext").  A context is used only
+ * when its path (acct_org/acct_platform/acct_x) ends at the tenant, so a
+ * request always names the tenant's own account.  Every request pins the
+ * source's Stripe-Version.
+ */
+static bool
+stripe_scope_headers(const WiSource *src, const char *tenant, const char *context, char **out)
+{
+	int			n = 0;
+	const char *last;
+
+	if (src->stripe_version != NULL && src->stripe_version[0] != '\0')
+		out[n++] = psprintf("Stripe-Version: %s", src->stripe_version);
+	if (tenant[0] == '\0')
+		return true;
+	/* a context is the tenant's only if its path ends at the tenant's account */
+	last = context ? strrchr(context, '/') : NULL;
+	last = last ? last + 1 : context;
+	if (last != NULL && strcmp(last, tenant) == 0)
+		out[n++] = psprintf("Stripe-Context: %s", context);
+	else
+		out[n++] = psprintf("Stripe-Account: %s", tenant);
+	return true;
+}
+
+/*
+ * A Connect platform's connected accounts: GET /v1/accounts
+ * (AccountListParams: limit at most 100, starting_after), newest first.
+ */
+static char *
+stripe_tenants_url(const WiSource *src, const char *cursor)
+{
+	if (cursor != NULL)
+		return psprintf("%s/v1/accounts?limit=100&starting_after=%s", src->api_base, wi_url_escape(cursor));
+	return psprintf("%s/v1/accounts?limit=100", src->api_base);
+}
+
 const WiAdapter wi_adapter_stripe = {
 	"stripe", stripe_type_map, stripe_object_url, stripe_list_url, stripe_auth_header,
-	stripe_events_url, STRIPE_EVENTS_WINDOW_S
+	stripe_events_url, STRIPE_EVENTS_WINDOW_S, stripe_scope_headers, stripe_tenants_url
 };

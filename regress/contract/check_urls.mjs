@@ -39,7 +39,7 @@ for (const line of fs.readFileSync(process.argv[2], 'utf8').split('\n').filter(B
 	}
 	if (!path.startsWith('/v1/'))
 		continue;
-	const shape = `${method} ${path.replace(/\/(sub|pi|in|re|ch|dp|cus|cs_test|evt)_[A-Za-z0-9]+/g, '/$1_…')}?${[ ...new Set(names.map((n) => n.replace(/\[\d+\]$/, '[]'))) ].sort().join('&')}`;
+	const shape = `${method} ${path.replace(/\/(sub|pi|in|re|ch|dp|cus|cs_test|evt|acct)_[A-Za-z0-9]+/g, '/$1_…')}?${[ ...new Set(names.map((n) => n.replace(/\[\d+\]$/, '[]'))) ].sort().join('&')}`;
 	if (seen.has(shape))
 		continue;
 	const route = routeOf(routes, method, path);

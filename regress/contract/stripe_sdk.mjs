@@ -71,7 +71,8 @@ export function stripeRoutes()
 	{
 		const src = fs.readFileSync(js, 'utf8');
 		const dts = fs.existsSync(js.replace(/\.js$/, '.d.ts')) ? fs.readFileSync(js.replace(/\.js$/, '.d.ts'), 'utf8') : '';
-		const re = /\n    (\w+)\([^)]*\)\s*\{\s*return this\._makeRequest\('(\w+)',\s*(?:`([^`]+)`|'([^']+)')/g;
+		// a method's first request (accounts.retrieve(id) tests its id first)
+		const re = /\n    (\w+)\([^)]*\)\s*\{\s*(?:if \(typeof \w+ === 'string'\) \{\s*)?return this\._makeRequest\('(\w+)',\s*(?:`([^`]+)`|'([^']+)')/g;
 		let m;
 		while ((m = re.exec(src)) !== null)
 		{

@@ -706,3 +706,65 @@ LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE TRIGGER shopify_compliance AFTER INSERT ON @extschema@.occurrences
 	FOR EACH ROW WHEN (NEW.kind IN ('customers/redact', 'shop/redact', 'customers/data_request'))
 	EXECUTE FUNCTION @extschema@._shopify_compliance();
+
+-- Tenants: a source (one endpoint, one signing secret) may serve many
+-- provider accounts (Stripe Connect accounts, a Shopify app's shops, a
+-- GitHub App's installations).  The tenant scopes every identity after
+-- intake; the existing rows are the source's own account, the empty tenant.
+-- The inbox stays unique on (source_id, event_id): a provider's event ids
+-- are global to it.
+ALTER TABLE @extschema@.inbox ADD COLUMN tenant text NOT NULL DEFAULT '',
+	ADD COLUMN tenant_context text;
+DROP INDEX @extschema@.inbox_object_idx;
+CREATE INDEX inbox_object_idx ON @extschema@.inbox (source_id, tenant, object_type, object_id)
+	WHERE status IN ('pending', 'retry', 'processing');
+ALTER TABLE @extschema@.deliveries ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE @extschema@.objects ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE @extschema@.objects DROP CONSTRAINT objects_pkey,
+	ADD PRIMARY KEY (source_id, tenant, object_type, object_id);
+ALTER TABLE @extschema@.object_leases ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE @extschema@.object_leases DROP CONSTRAINT object_leases_pkey,
+	ADD PRIMARY KEY (source_id, tenant, object_type, object_id);
+ALTER TABLE @extschema@.transitions ADD COLUMN tenant text NOT NULL DEFAULT '';
+DROP INDEX @extschema@.transitions_object_idx;
+CREATE INDEX transitions_object_idx ON @extschema@.transitions (source_id, tenant, object_type, object_id);
+ALTER TABLE @extschema@.occurrences ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE @extschema@.occurrences DROP CONSTRAINT occurrences_key,
+	ADD CONSTRAINT occurrences_key UNIQUE (source_id, tenant, kind, occurrence_id);
+ALTER TABLE @extschema@.effects ADD COLUMN tenant text NOT NULL DEFAULT '';
+DROP INDEX @extschema@.effects_object_idx;
+CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, tenant, object_type, object_id);
+ALTER TABLE @extschema@.sweep_checkpoints ADD COLUMN tenant text NOT NULL DEFAULT '';
+ALTER TABLE @extschema@.sweep_checkpoints DROP CONSTRAINT sweep_checkpoints_pkey,
+	ADD PRIMARY KEY (source_id, tenant, object_type, layer);
+ALTER TABLE @extschema@.sweep_runs ADD COLUMN tenant text NOT NULL DEFAULT '';
+DROP INDEX @extschema@.sweep_runs_target_idx;
+CREATE INDEX sweep_runs_target_idx ON @extschema@.sweep_runs (source_id, tenant, object_type, started_at DESC);
+ALTER TABLE @extschema@.repairs ADD COLUMN tenant text NOT NULL DEFAULT '';
+CREATE TABLE @extschema@.tenants (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	tenant			text NOT NULL CONSTRAINT tenants_tenant_check CHECK (tenant <> ''),
+	context			text,
+	status			text NOT NULL DEFAULT 'active'
+		CONSTRAINT tenants_status_check CHECK (status IN ('active', 'disabled', 'flagged')),
+	reason			text,
+	discovered_by	text NOT NULL
+		CONSTRAINT tenants_discovered_check CHECK (discovered_by IN ('delivery', 'list', 'manual')),
+	first_seen		timestamptz NOT NULL DEFAULT now(),
+	last_seen		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, tenant)
+);
+REVOKE ALL ON @extschema@.tenants FROM PUBLIC;
+-- claim() returns the tenant; saves and sweeps take it
+DROP FUNCTION @extschema@.claim(text, integer, interval, interval);
+DROP FUNCTION @extschema@._save_fetched(bigint, integer, text, jsonpath, jsonpath, jsonpath, timestamptz);
+DROP FUNCTION @extschema@._sweep_lease(integer, text, text, text, interval);
+-- request_effect() takes the tenant an effect is made for
+DROP FUNCTION @extschema@.request_effect(text, text, jsonb, text, text, text, bigint, text, bigint);
+-- a tenant whose credentials the provider refused is a queue of its own
+ALTER TABLE @extschema@.queue_owners DROP CONSTRAINT queue_owners_queue_check,
+	ADD CONSTRAINT queue_owners_queue_check CHECK (queue IN ('quarantined_event', 'unorderable_event',
+		'uncertain_effect', 'quarantined_effect', 'failed_sweep', 'skipped_sweep', 'flagged_source',
+		'flagged_tenant'));
+INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
+	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenants.reason)', true);
