@@ -16,7 +16,7 @@
 #include "fmgr.h"
 
 /*
- * Prepare a statement once per backend and keep it (webhook_inbox.c).  Raises
+ * Prepare a statement once per backend and keep it (spi_util.c).  Raises
  * if it cannot be prepared; the extension's statements are fixed, so that is
  * a bug, not a user error.
  */
@@ -52,7 +52,7 @@ extern void wi_machine_init(void);
 
 /*
  * The body of a statement trigger that empties a per-backend cache of its
- * table: a relcache invalidation of the table, which every backend takes in
+ * table (spi_util.c): a relcache invalidation of the table, which every backend takes in
  * after the writer's commit (name is the trigger function's, for the error
  * when it is called otherwise).
  */
