@@ -29,6 +29,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "webhook_inbox_hex.h"
+
 #define MAC_LEN			32		/* SHA-256 */
 #define MAX_CANDIDATES	8		/* signatures considered per delivery */
 #define MAX_SEGMENTS	32		/* pieces of signed bytes (hmac templates) */
@@ -137,18 +139,6 @@ match_any(const rcv_verifier *v, const seg *segs, int nsegs,
  * Decoding helpers
  * --------------------------------------------------------------------- */
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * rcv_hex_decode
  *		Decode slen hex digits of s into at most outmax bytes.
@@ -164,8 +154,8 @@ rcv_hex_decode(const char *s, size_t slen, unsigned char *out, size_t outmax,
 		return -1;
 	for (size_t i = 0; i < slen; i += 2)
 	{
-		int			hi = hexval((unsigned char) s[i]);
-		int			lo = hexval((unsigned char) s[i + 1]);
+		int			hi = wi_hex_digit((unsigned char) s[i]);
+		int			lo = wi_hex_digit((unsigned char) s[i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -1;
