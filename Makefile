@@ -58,7 +58,7 @@ include $(PGXS)
 
 # PGXS does not track headers: every object depends on all of ours (and on
 # this file, which sets EXTVERSION).
-$(OBJS): $(wildcard extension/*.h) $(KINDS_H) Makefile
+$(OBJS): $(wildcard extension/*.h) $(KINDS_H) include/webhook_inbox_hex.h Makefile
 
 SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
 

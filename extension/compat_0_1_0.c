@@ -37,12 +37,17 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "intake_ids.h"
 #include "webhook_inbox.h"
 
 /* ---------- intake(source, headers, body) ---------- */
 
 #define MAX_PATH_KEYS	4
 #define MAX_REASON_LEN	200
+
+/* An hmac source's dotted paths are split by intake_ids.c, to this depth. */
+StaticAssertDecl(MAX_PATH_KEYS == WI_MAX_PATH_KEYS,
+				 "0.1.0's key paths must be as deep as intake_ids.c splits them");
 
 /*
  * Where a kind keeps its ids.  Header names are lowercase; body paths are
@@ -161,18 +166,6 @@ prepare_plans(void)
 	}
 }
 
-/* Case-insensitive header lookup over the flat name/value arrays. */
-static char *
-header_get(char **names, char **values, int n, const char *name)
-{
-	if (name == NULL)
-		return NULL;
-	for (int i = 0; i < n; i++)
-		if (names[i] != NULL && pg_strcasecmp(names[i], name) == 0)
-			return values[i];
-	return NULL;
-}
-
 /*
  * Text of the scalar at a key path of a JSON object, or NULL when a key is
  * missing, the value is null, or it is an object or array.
@@ -210,31 +203,6 @@ jsonb_path_text(Jsonb *jb, const char *const *path)
 		default:
 			return NULL;
 	}
-}
-
-/*
- * Split a dotted key path from an hmac source's settings ("data.id") into at
- * most MAX_PATH_KEYS keys.  Returns false for an empty or too deep path.
- */
-static bool
-split_key_path(const char *dotted, const char **keys)
-{
-	char	   *copy;
-	char	   *tok;
-	char	   *save = NULL;
-	int			n = 0;
-
-	memset(keys, 0, sizeof(char *) * MAX_PATH_KEYS);
-	if (dotted == NULL || dotted[0] == '\0')
-		return false;
-	copy = pstrdup(dotted);
-	for (tok = strtok_r(copy, ".", &save); tok != NULL; tok = strtok_r(NULL, ".", &save))
-	{
-		if (n == MAX_PATH_KEYS)
-			return false;
-		keys[n++] = tok;
-	}
-	return n > 0;
 }
 
 static char *
@@ -286,18 +254,18 @@ read_body(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalu
 	 * unreadable body is deduplicated by the provider's own id.
 	 */
 	for (int i = 0; i < 3 && layout->id_headers[i] != NULL && ex->event_id == NULL; i++)
-		ex->event_id = header_get(hnames, hvalues, nheaders, layout->id_headers[i]);
+		ex->event_id = wi_header_get(hnames, hvalues, nheaders, layout->id_headers[i]);
 	if (layout->type_header)
-		ex->event_type = header_get(hnames, hvalues, nheaders, layout->type_header);
+		ex->event_type = wi_header_get(hnames, hvalues, nheaders, layout->type_header);
 	if (strcmp(layout->kind, "hmac") == 0)
 	{
 		char	   *h = settings_text(src->settings, "event_id_header");
 
 		if (h)
-			ex->event_id = header_get(hnames, hvalues, nheaders, h);
+			ex->event_id = wi_header_get(hnames, hvalues, nheaders, h);
 		h = settings_text(src->settings, "event_type_header");
 		if (h)
-			ex->event_type = header_get(hnames, hvalues, nheaders, h);
+			ex->event_type = wi_header_get(hnames, hvalues, nheaders, h);
 	}
 
 	if (memchr(data, '\0', len) != NULL)
@@ -324,10 +292,10 @@ read_body(SourceInfo *src, const KindLayout *layout, char **hnames, char **hvalu
 	{
 		char	   *p = settings_text(src->settings, "event_id_path");
 
-		if (ex->event_id == NULL && p && split_key_path(p, id_path))
+		if (ex->event_id == NULL && p && wi_split_key_path(p, id_path))
 			ex->event_id = jsonb_path_text(ex->payload, id_path);
 		p = settings_text(src->settings, "event_type_path");
-		if (ex->event_type == NULL && p && split_key_path(p, type_path))
+		if (ex->event_type == NULL && p && wi_split_key_path(p, type_path))
 			ex->event_type = jsonb_path_text(ex->payload, type_path);
 	}
 	if (ex->event_type != NULL && layout->type_suffix_path[0] != NULL)
@@ -625,7 +593,7 @@ wi_compat_0_1_0_intake(PG_FUNCTION_ARGS)
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(src.id);
 	args[1] = CStringGetTextDatum(ex.event_id);
-	args[2] = text_or_null(header_get(hnames, hvalues, nheaders, layout->correlation_header), nulls, 2);
+	args[2] = text_or_null(wi_header_get(hnames, hvalues, nheaders, layout->correlation_header), nulls, 2);
 	args[3] = text_or_null(ex.event_type, nulls, 3);
 	args[4] = text_or_null(ex.object_type, nulls, 4);
 	args[5] = text_or_null(ex.object_id, nulls, 5);
@@ -670,7 +638,7 @@ wi_compat_0_1_0_intake(PG_FUNCTION_ARGS)
 	else
 		outcome = "new";
 
-	delivery_id = header_get(hnames, hvalues, nheaders, "x-webhook-inbox-delivery");
+	delivery_id = wi_header_get(hnames, hvalues, nheaders, "x-webhook-inbox-delivery");
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = Int32GetDatum(src.id);
 	args[1] = CStringGetTextDatum(ex.event_id);

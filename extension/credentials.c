@@ -130,6 +130,23 @@ copy_col(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt)
 	return v ? MemoryContextStrdup(cxt, v) : NULL;
 }
 
+/*
+ * Run sql, a SELECT of one row, inside SPI and return that row (its
+ * descriptor in *desc); raises, naming what was being done, when it does not
+ * give exactly one row.
+ */
+static HeapTuple
+one_row(const char *sql, int nargs, Oid *types, Datum *args, bool read_only,
+		const char *what, TupleDesc *desc)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, args, NULL, read_only, 1);
+
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: %s failed: %s", what, SPI_result_code_string(rc));
+	*desc = SPI_tuptable->tupdesc;
+	return SPI_tuptable->vals[0];
+}
+
 static WiAuthStatus
 status_of(const char *action)
 {
@@ -168,7 +185,6 @@ tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal,
 	StringInfoData body;
 	long		status;
 	WiAuthStatus result;
-	int			rc;
 
 	*header = NULL;
 	*reason = NULL;
@@ -177,13 +193,9 @@ tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal,
 	args[0] = Int32GetDatum(source_id);
 	args[1] = CStringGetTextDatum(tenant);
 	args[2] = BoolGetDatum(fresh);
-	rc = SPI_execute_with_args("SELECT action, header, api_base, iss, private_key, reason "
-							   "FROM webhook_inbox._tenant_auth_plan($1, $2, $3)",
-							   3, types, args, NULL, false, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "webhook_inbox: reading credentials failed: %s", SPI_result_code_string(rc));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
+	tup = one_row("SELECT action, header, api_base, iss, private_key, reason "
+				  "FROM webhook_inbox._tenant_auth_plan($1, $2, $3)",
+				  3, types, args, false, "reading credentials", &desc);
 	action = SPI_getvalue(tup, desc, 1);
 	if (action == NULL || strcmp(action, "mint") != 0)
 	{
@@ -209,15 +221,10 @@ tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal,
 		Datum		aargs[5] = {args[0], args[1], Int32GetDatum((int32) status),
 		CStringGetTextDatum(body.data), BoolGetDatum(after_refusal)};
 
-		rc = SPI_execute_with_args("SELECT action, header, reason "
-								   "FROM webhook_inbox._tenant_token_answer($1, $2, $3, $4, $5)",
-								   5, atypes, aargs, NULL, false, 1);
+		tup = one_row("SELECT action, header, reason "
+					  "FROM webhook_inbox._tenant_token_answer($1, $2, $3, $4, $5)",
+					  5, atypes, aargs, false, "keeping the installation token", &desc);
 	}
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "webhook_inbox: keeping the installation token failed: %s",
-			 SPI_result_code_string(rc));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
 	result = status_of(SPI_getvalue(tup, desc, 1));
 	*header = copy_col(tup, desc, 2, cxt);
 	*reason = copy_col(tup, desc, 3, cxt);
@@ -309,7 +316,6 @@ tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_hea
 	TupleDesc	desc;
 	char	   *action;
 	WiAuthStatus result;
-	int			rc;
 
 	*header = NULL;
 	*reason = NULL;
@@ -318,13 +324,9 @@ tenant_auth_refused(int32 source_id, const char *tenant, const char *refused_hea
 	args[0] = Int32GetDatum(source_id);
 	args[1] = CStringGetTextDatum(tenant);
 	args[2] = CStringGetTextDatum(refused_header);
-	rc = SPI_execute_with_args("SELECT action, header, reason "
-							   "FROM webhook_inbox._tenant_auth_refused($1, $2, $3)",
-							   3, types, args, NULL, false, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "webhook_inbox: recording a refusal failed: %s", SPI_result_code_string(rc));
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
+	tup = one_row("SELECT action, header, reason "
+				  "FROM webhook_inbox._tenant_auth_refused($1, $2, $3)",
+				  3, types, args, false, "recording a refusal", &desc);
 	action = MemoryContextStrdup(cxt, SPI_getvalue(tup, desc, 1));
 	*header = copy_col(tup, desc, 2, cxt);
 	*reason = copy_col(tup, desc, 3, cxt);
@@ -439,19 +441,18 @@ wi_github_app_jwt_sql(PG_FUNCTION_ARGS)
 	MemoryContext cxt = CurrentMemoryContext;
 	Oid			types[1] = {TEXTOID};
 	Datum		args[1] = {PG_GETARG_DATUM(0)};
+	HeapTuple	tup;
+	TupleDesc	desc;
 	char	   *iss;
 	char	   *key;
 	char	   *jwt;
-	int			rc;
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	rc = SPI_execute_with_args("SELECT iss, private_key FROM webhook_inbox._github_app_signing($1)",
-							   1, types, args, NULL, true, 1);
-	if (rc != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "webhook_inbox: reading the app's key failed: %s", SPI_result_code_string(rc));
-	iss = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	key = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	tup = one_row("SELECT iss, private_key FROM webhook_inbox._github_app_signing($1)",
+				  1, types, args, true, "reading the app's key", &desc);
+	iss = SPI_getvalue(tup, desc, 1);
+	key = SPI_getvalue(tup, desc, 2);
 	jwt = MemoryContextStrdup(cxt, wi_jwt_rs256(key, iss, (int64) time(NULL)));
 	explicit_bzero(key, strlen(key));
 	SPI_finish();

@@ -35,6 +35,7 @@
 #include "utils/builtins.h"
 
 #include "seal.h"
+#include "webhook_inbox_hex.h"
 
 char	   *wi_key_file = NULL;
 
@@ -51,18 +52,6 @@ typedef struct SealKey
 	unsigned char key[SEAL_KEY_LEN];
 	unsigned char id[SEAL_KEYID_LEN];
 } SealKey;
-
-static int
-hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /*
  * Reads the key file path into *k, or raises an error naming the file and
@@ -127,8 +116,8 @@ load_key_from(const char *path, SealKey *k)
 		ok = len == 2 * SEAL_KEY_LEN;
 		for (int i = 0; ok && i < SEAL_KEY_LEN; i++)
 		{
-			int			hi = hex_value((char) buf[2 * i]);
-			int			lo = hex_value((char) buf[2 * i + 1]);
+			int			hi = wi_hex_digit((unsigned char) buf[2 * i]);
+			int			lo = wi_hex_digit((unsigned char) buf[2 * i + 1]);
 
 			if (hi < 0 || lo < 0)
 				ok = false;

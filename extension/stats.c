@@ -3,7 +3,8 @@
  *		The background worker's counters in shared memory, and
  *		webhook_inbox.worker_stats() that shows them.
  *
- * Counters are atomics so that the worker and any backend running
+ * The counters live in the extension's shared memory (shmem.c lays them
+ * out).  Counters are atomics so that the worker and any backend running
  * sweep_now() add to them without a lock; they start at zero with the
  * server.  Without shared_preload_libraries there is no worker and
  * worker_stats() shows zeros.
@@ -13,9 +14,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
+#include "port/atomics.h"
 #include "utils/builtins.h"
 
 #include "stats.h"
@@ -32,26 +31,22 @@ typedef struct WiStats
 } WiStats;
 
 static WiStats *wi_stats = NULL;
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
-static void
-stats_shmem_request(void)
+/* The bytes of the counters, for shmem.c's one request. */
+Size
+wi_stats_shmem_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WiStats)));
+	return sizeof(WiStats);
 }
 
-static void
-stats_shmem_startup(void)
+/*
+ * Take the counters at ptr (shmem.c, under AddinShmemInitLock) and zero
+ * them unless found says another process already has.
+ */
+void
+wi_stats_shmem_attach(void *ptr, bool found)
 {
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	wi_stats = ShmemInitStruct("webhook_inbox worker stats", sizeof(WiStats), &found);
+	wi_stats = (WiStats *) ptr;
 	if (!found)
 	{
 		for (int i = 0; i < WI_STAT__COUNT; i++)
@@ -60,17 +55,16 @@ stats_shmem_startup(void)
 		pg_atomic_init_u64(&wi_stats->latency_us_sum, 0);
 		pg_atomic_init_u64(&wi_stats->latency_us_max, 0);
 	}
-	LWLockRelease(AddinShmemInitLock);
 }
 
-/* Called from _PG_init (through wi_worker_init) while preloading. */
+/*
+ * Once the counters' own hooks; now shmem.c lays them out with the rest of
+ * the extension's shared memory, and this does nothing.  Kept only while
+ * wi_worker_init() still calls it.
+ */
 void
 wi_stats_shmem_init(void)
 {
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = stats_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = stats_shmem_startup;
 }
 
 void

@@ -1,6 +1,7 @@
 /*
  * wake.c
- *		Shared memory for the worker's latch, and the commit-time wakeup.
+ *		The worker's latch in shared memory (laid out by shmem.c), and the
+ *		commit-time wakeup.
  *
  * intake() calls wi_wake_worker_at_commit(); the worker is woken only when
  * the transaction that stored the event commits, so it never claims before
@@ -10,36 +11,28 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
-#include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "storage/shmem.h"
 
 #include "webhook_inbox.h"
 
 WiShared   *wi_shared = NULL;
 
-static shmem_request_hook_type prev_shmem_request_hook = NULL;
-static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static bool wake_registered = false;	/* callback registered in this xact */
 
-static void
-wi_shmem_request(void)
+/* The bytes of the shared state, for shmem.c's one request. */
+Size
+wi_wake_shmem_size(void)
 {
-	if (prev_shmem_request_hook)
-		prev_shmem_request_hook();
-	RequestAddinShmemSpace(MAXALIGN(sizeof(WiShared)));
+	return sizeof(WiShared);
 }
 
-static void
-wi_shmem_startup(void)
+/*
+ * Take the shared state at ptr (shmem.c, under AddinShmemInitLock) and set
+ * it up unless found says another process already has.
+ */
+void
+wi_wake_shmem_attach(void *ptr, bool found)
 {
-	bool		found;
-
-	if (prev_shmem_startup_hook)
-		prev_shmem_startup_hook();
-
-	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-	wi_shared = ShmemInitStruct("webhook_inbox", sizeof(WiShared), &found);
+	wi_shared = (WiShared *) ptr;
 	if (!found)
 	{
 		SpinLockInit(&wi_shared->mutex);
@@ -48,17 +41,6 @@ wi_shmem_startup(void)
 		wi_shared->worker_wakeable = false;
 		wi_shared->wakeups = 0;
 	}
-	LWLockRelease(AddinShmemInitLock);
-}
-
-/* Called from _PG_init while shared_preload_libraries is processed. */
-void
-wi_shmem_init(void)
-{
-	prev_shmem_request_hook = shmem_request_hook;
-	shmem_request_hook = wi_shmem_request;
-	prev_shmem_startup_hook = shmem_startup_hook;
-	shmem_startup_hook = wi_shmem_startup;
 }
 
 /* The worker publishes (or, with NULL, withdraws) the latch it waits on. */

@@ -16,7 +16,7 @@
 #include "fmgr.h"
 
 /*
- * Prepare a statement once per backend and keep it (webhook_inbox.c).  Raises
+ * Prepare a statement once per backend and keep it (spi_util.c).  Raises
  * if it cannot be prepared; the extension's statements are fixed, so that is
  * a bug, not a user error.
  */
@@ -52,9 +52,9 @@ extern void wi_machine_init(void);
 
 /*
  * The body of a statement trigger that empties a per-backend cache of its
- * table: a relcache invalidation of the table, which every backend takes in
- * after the writer's commit (name is the trigger function's, for the error
- * when it is called otherwise).
+ * table (spi_util.c): a relcache invalidation of the table, which every
+ * backend takes in after the writer's commit (name is the trigger function's,
+ * for the error when it is called otherwise).
  */
 extern void wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name);
 
@@ -74,7 +74,15 @@ typedef struct WiShared
 
 extern WiShared *wi_shared;
 
+/*
+ * The extension's shared memory (shmem.c): one request and one startup hook
+ * for every part; installed by _PG_init while preloading.
+ */
 extern void wi_shmem_init(void);
+
+/* wake.c's part of it: its bytes, and taking them (set up unless found) */
+extern Size wi_wake_shmem_size(void);
+extern void wi_wake_shmem_attach(void *ptr, bool found);
 extern void wi_wake_worker_at_commit(void);
 extern void wi_set_worker_latch(Latch *latch);
 extern void wi_set_worker_wakeable(bool wakeable);

@@ -29,6 +29,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "webhook_inbox_hex.h"
+
 #define MAC_LEN			32		/* SHA-256 */
 #define MAX_CANDIDATES	8		/* signatures considered per delivery */
 #define MAX_SEGMENTS	32		/* pieces of signed bytes (hmac templates) */
@@ -137,18 +139,6 @@ match_any(const rcv_verifier *v, const seg *segs, int nsegs,
  * Decoding helpers
  * --------------------------------------------------------------------- */
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /*
  * rcv_hex_decode
  *		Decode slen hex digits of s into at most outmax bytes.
@@ -164,8 +154,8 @@ rcv_hex_decode(const char *s, size_t slen, unsigned char *out, size_t outmax,
 		return -1;
 	for (size_t i = 0; i < slen; i += 2)
 	{
-		int			hi = hexval((unsigned char) s[i]);
-		int			lo = hexval((unsigned char) s[i + 1]);
+		int			hi = wi_hex_digit((unsigned char) s[i]);
+		int			lo = wi_hex_digit((unsigned char) s[i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return -1;
@@ -410,68 +400,34 @@ verify_standard(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
 }
 
 /*
- * The body-only schemes differ only in header, prefix and encoding:
- * Shopify (base64), GitHub ("sha256=" hex), Razorpay (hex), Checkout.com
- * (hex).  None carries a signed timestamp; the inbox dedupes replays.
+ * The body-only schemes differ only in header, prefix and encoding, which
+ * their rows of the table below give: Shopify (base64), GitHub ("sha256="
+ * hex), Razorpay (hex), Checkout.com (hex).  None carries a signed
+ * timestamp; the inbox dedupes replays.
  */
 static rcv_verify_result
 verify_body_only(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
-				 const unsigned char *body, size_t len,
-				 const char *header, const char *prefix, rcv_encoding enc)
+				 const unsigned char *body, size_t len, time_t now)
 {
-	const char *h = rcv_header_get(hdrs, nhdrs, header);
+	const char *h = rcv_header_get(hdrs, nhdrs, v->scheme->sig_header);
+	const char *prefix = v->scheme->sig_prefix;
 	size_t		plen = strlen(prefix);
 	size_t		hlen;
 	candidates	c = {.n = 0};
 	seg			segs[1];
 
+	(void) now;
 	if (h == NULL)
 		return RCV_MISSING_SIGNATURE;
 	hlen = strlen(h);
 	trim(&h, &hlen);
 	if (hlen < plen || strncmp(h, prefix, plen) != 0)
 		return RCV_MALFORMED_SIGNATURE;
-	add_candidate(&c, h + plen, hlen - plen, enc);
+	add_candidate(&c, h + plen, hlen - plen, v->scheme->sig_encoding);
 	if (c.n == 0)
 		return RCV_MALFORMED_SIGNATURE;
 	segs[0] = (seg) {body, len};
 	return match_any(v, segs, 1, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
-}
-
-static rcv_verify_result
-verify_shopify(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
-			   const unsigned char *body, size_t len, time_t now)
-{
-	(void) now;
-	return verify_body_only(v, hdrs, nhdrs, body, len,
-							"x-shopify-hmac-sha256", "", RCV_ENC_BASE64);
-}
-
-static rcv_verify_result
-verify_github(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
-			  const unsigned char *body, size_t len, time_t now)
-{
-	(void) now;
-	return verify_body_only(v, hdrs, nhdrs, body, len,
-							"x-hub-signature-256", "sha256=", RCV_ENC_HEX);
-}
-
-static rcv_verify_result
-verify_razorpay(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
-				const unsigned char *body, size_t len, time_t now)
-{
-	(void) now;
-	return verify_body_only(v, hdrs, nhdrs, body, len,
-							"x-razorpay-signature", "", RCV_ENC_HEX);
-}
-
-static rcv_verify_result
-verify_checkout(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
-				const unsigned char *body, size_t len, time_t now)
-{
-	(void) now;
-	return verify_body_only(v, hdrs, nhdrs, body, len,
-							"cko-signature", "", RCV_ENC_HEX);
 }
 
 /*
@@ -714,19 +670,22 @@ rcv_secret_free(rcv_secret *s)
  * The table: one row per kind of include/webhook_inbox_kinds.h (sources.kind),
  * indexed by it.
  */
-#define SCHEME(name, verify, secret) [WI_KIND_##name] = {WI_KIND_##name, verify, secret}
+#define SCHEME(name, verify, secret) [WI_KIND_##name] = {WI_KIND_##name, verify, secret, NULL, NULL, 0}
+#define BODY_SCHEME(name, header, prefix, enc) \
+	[WI_KIND_##name] = {WI_KIND_##name, verify_body_only, secret_verbatim, header, prefix, enc}
 static const rcv_scheme schemes[] = {
 	SCHEME(stripe, verify_stripe, secret_verbatim),
 	SCHEME(standard, verify_standard, secret_whsec),
-	SCHEME(shopify, verify_shopify, secret_verbatim),
-	SCHEME(github, verify_github, secret_verbatim),
-	SCHEME(razorpay, verify_razorpay, secret_verbatim),
+	BODY_SCHEME(shopify, "x-shopify-hmac-sha256", "", RCV_ENC_BASE64),
+	BODY_SCHEME(github, "x-hub-signature-256", "sha256=", RCV_ENC_HEX),
+	BODY_SCHEME(razorpay, "x-razorpay-signature", "", RCV_ENC_HEX),
 	SCHEME(slack, verify_slack, secret_verbatim),
 	SCHEME(paddle, verify_paddle, secret_verbatim),
-	SCHEME(checkout, verify_checkout, secret_verbatim),
+	BODY_SCHEME(checkout, "cko-signature", "", RCV_ENC_HEX),
 	SCHEME(hmac, verify_hmac, secret_verbatim),
 };
 #undef SCHEME
+#undef BODY_SCHEME
 
 _Static_assert(sizeof(schemes) / sizeof(schemes[0]) == WI_NUM_SOURCE_KINDS,
 			   "schemes needs one row per kind of webhook_inbox_kinds.h");

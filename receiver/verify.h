@@ -80,6 +80,15 @@ typedef struct rcv_scheme
 								 time_t now);
 	/* how secrets of this kind are turned into key bytes */
 	int			(*decode_secret) (const char *secret, rcv_secret *out);
+
+	/*
+	 * A scheme that signs the body alone: the header its signature comes
+	 * in, the prefix before the signature there ("" for none) and the
+	 * signature's encoding.  NULL sig_header for every other scheme.
+	 */
+	const char *sig_header;
+	const char *sig_prefix;
+	rcv_encoding sig_encoding;
 } rcv_scheme;
 
 extern const rcv_scheme *rcv_scheme_lookup(const char *kind);

@@ -16,10 +16,13 @@ extern int	cmd_serve(int argc, char **argv);
 extern int	cmd_replay(int argc, char **argv);
 extern int	cmd_verify(int argc, char **argv);
 
-/* Print "webhook-sim CMD: <message>" as one line and return EXIT_USAGE. */
+/*
+ * cli.c: print "webhook-sim CMD: <message>" as one line and return
+ * EXIT_USAGE.
+ */
 extern int	usage_error(const char *cmd, const char *fmt,...) __attribute__((format(printf, 2, 3)));
 
-/* One-line message for getopt_long's failure on argv[optind - 1]. */
+/* cli.c: one-line message for getopt_long's failure on argv[optind - 1]. */
 extern int	option_error(const char *cmd, int argc, char **argv, int opt);
 
 #endif							/* SIM_COMMANDS_H */

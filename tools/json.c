@@ -11,6 +11,7 @@
 
 #include "json.h"
 #include "util.h"
+#include "webhook_inbox_hex.h"
 
 #define JV_MAX_DEPTH 64
 
@@ -70,18 +71,6 @@ jv_free(jv *v)
 }
 
 static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-static int
 read_hex4(jparser *ps, unsigned *out)
 {
 	unsigned	v = 0;
@@ -91,7 +80,7 @@ read_hex4(jparser *ps, unsigned *out)
 		return -1;
 	for (i = 0; i < 4; i++)
 	{
-		int			h = hexval(ps->p[i]);
+		int			h = wi_hex_digit((unsigned char) ps->p[i]);
 
 		if (h < 0)
 			return -1;
