@@ -425,3 +425,10 @@ AS 'MODULE_PATHNAME', 'wi_routes_changed'
 LANGUAGE C;
 CREATE TRIGGER routes_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE
 	ON @extschema@.routes FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._routes_changed();
+
+-- Retention for every table: prune() takes the ages of the history tables
+-- (its signature and result change); the transitions an effect names are
+-- found by an index.
+DROP FUNCTION @extschema@.prune(interval, interval);
+CREATE INDEX effects_transition_idx ON @extschema@.effects (transition_id) WHERE transition_id IS NOT NULL;
+
