@@ -29,6 +29,7 @@
 #include "utils/memutils.h"
 
 #include "provider.h"
+#include "restore_guard.h"
 #include "round.h"
 #include "stats.h"
 #include "step.h"
@@ -138,6 +139,10 @@ wi_worker_main(Datum main_arg)
 			if (!announced)
 				ereport(LOG, (errmsg("webhook_inbox worker: the extension exists, processing the inbox")));
 			announced = true;
+		}
+		/* a restored copy sends nothing until resume_outbound() */
+		if (ready && !wi_outbound_paused(&steps))
+		{
 			more = wi_round_run(&steps);
 			if (!got_sigterm && effects_round())
 				more = true;

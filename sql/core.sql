@@ -187,6 +187,8 @@ CREATE TABLE @extschema@.seen_bodies (
 CREATE INDEX seen_bodies_expires_idx ON @extschema@.seen_bodies (expires_at);
 COMMENT ON TABLE @extschema@.seen_bodies IS
 	'Replay protection for body-only signing schemes: the digest of each body received, with the event id it first came with, until its source''s replay window has passed. Pruned by prune().';
+-- dumped: a restore keeps refusing the replays its window still covers
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.seen_bodies', '');
 
 ---------------------------------------------------------------------------
 -- Mirror, leases, transitions, machines, occurrences

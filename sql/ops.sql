@@ -557,11 +557,112 @@ SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(i.issue -> 'nu
 COMMENT ON VIEW @extschema@.github_issues IS 'Mirrored GitHub issues (saved from a webhook''s payload or fetched from the API): number, title, state, author, repository, URL.';
 
 ---------------------------------------------------------------------------
+-- The restore guard: a copy of the database never acts on live accounts by
+-- surprise.  The identity of the database the data lives in (the cluster's
+-- system identifier and the database's oid) is recorded at CREATE EXTENSION
+-- in installation, which pg_dump carries; a restore elsewhere brings the
+-- original's row beside the one its own CREATE EXTENSION wrote, so the
+-- identities differ.  While any recorded identity is not this database's,
+-- outbound work waits: the background worker fetches, sweeps and sends no
+-- effect, run_effects() and sweep_now() refuse; intake goes on storing
+-- deliveries.  resume_outbound() records this database as the only one.
+-- A physical copy (a base backup, a promoted standby) keeps both the system
+-- identifier and the oid: it is the same database, and a failover must not
+-- pause.
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.installation (
+	system_identifier bigint NOT NULL,
+	database_oid	oid NOT NULL,
+	database_name	name NOT NULL,
+	recorded_at		timestamptz NOT NULL DEFAULT now(),
+	recorded_by		text NOT NULL DEFAULT current_user,
+	note			text NOT NULL
+);
+COMMENT ON TABLE @extschema@.installation IS
+	'The identities (cluster system identifier, database oid) of the database this data was recorded in: written by CREATE EXTENSION and resume_outbound(), carried by pg_dump. Any row that is not this database''s pauses outbound work (a restored copy) until resume_outbound().';
+INSERT INTO @extschema@.installation (system_identifier, database_oid, database_name, note)
+SELECT c.system_identifier, d.oid, d.datname, 'CREATE EXTENSION'
+  FROM pg_catalog.pg_control_system() c, pg_catalog.pg_database d
+ WHERE d.datname = pg_catalog.current_database();
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
+
+/*
+ * Why outbound work is paused, or NULL when it is not: a recorded identity
+ * that is not this database's (the newest such), or none recorded.
+ */
+CREATE FUNCTION @extschema@._outbound_paused() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER AS $$
+	/*
+	 * The newest recorded identity that is not this database's.  None
+	 * recorded at all (the rows deleted) is no evidence of a copy: a restore
+	 * always brings the original's row.  SECURITY DEFINER: the reader may
+	 * see why (outbound_status) without reading the table or the control
+	 * file.
+	 */
+	SELECT format('this database was restored from a copy: its data was recorded in database "%s" (oid %s) of cluster %s at %s, and this is database "%s" (oid %s) of cluster %s',
+				  i.database_name, i.database_oid, i.system_identifier, i.recorded_at,
+				  d.datname, d.oid, c.system_identifier)
+	  FROM pg_control_system() c, pg_database d, webhook_inbox.installation i
+	 WHERE d.datname = current_database()
+	   AND (i.system_identifier, i.database_oid) <> (c.system_identifier, d.oid)
+	 ORDER BY i.recorded_at DESC LIMIT 1
+$$;
+COMMENT ON FUNCTION @extschema@._outbound_paused() IS
+	'Why outbound work (fetches, sweeps, effects) is paused, or NULL: an identity recorded in installation that is not this database''s (a restored copy).';
+
+CREATE FUNCTION @extschema@._outbound_guard() RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	why text := webhook_inbox._outbound_paused();
+BEGIN
+	IF why IS NOT NULL THEN
+		RAISE EXCEPTION 'outbound work is paused'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Fetches, sweeps and effects wait, so that a copy never acts on the provider accounts of the original: %s.', why),
+				  HINT = 'Check the sources'' api_base and api_token, then run SELECT webhook_inbox.resume_outbound();';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._outbound_guard() IS
+	'Raises when outbound work is paused (a restored copy): called by sweep_now() and run_effects() before any request.';
+
+CREATE FUNCTION @extschema@.resume_outbound() RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	why text := webhook_inbox._outbound_paused();
+BEGIN
+	/* this database becomes the only one: a dump of it pauses its restores */
+	DELETE FROM webhook_inbox.installation;
+	INSERT INTO webhook_inbox.installation (system_identifier, database_oid, database_name, note)
+	SELECT c.system_identifier, d.oid, d.datname, 'resume_outbound()'
+	  FROM pg_control_system() c, pg_database d
+	 WHERE d.datname = current_database();
+	IF why IS NULL THEN
+		RETURN 'not paused';
+	END IF;
+	RAISE LOG 'webhook_inbox: outbound work resumed by %: %', current_user, why;
+	RETURN 'resumed';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.resume_outbound() IS
+	'Ends the pause of outbound work after a restore: records this database as the only one the data lives in, so the worker fetches, sweeps and sends effects again. Returns resumed, or not paused (the identity is recorded again all the same).';
+
+CREATE VIEW @extschema@.outbound_status AS
+SELECT webhook_inbox._outbound_paused() IS NOT NULL AS paused,
+	   webhook_inbox._outbound_paused() AS reason,
+	   CASE WHEN webhook_inbox._outbound_paused() IS NOT NULL
+			THEN 'SELECT webhook_inbox.resume_outbound();' END AS resume_with;
+COMMENT ON VIEW @extschema@.outbound_status IS
+	'Whether outbound work (fetches, sweeps, effects) is paused because this database is a restored copy, why, and the call that resumes it.';
+
+---------------------------------------------------------------------------
 -- Privileges of the roles
 ---------------------------------------------------------------------------
 
 REVOKE ALL ON @extschema@.queue_owners, @extschema@.queues, @extschema@.inbox_events, @extschema@.mirror,
 	@extschema@.source_list, @extschema@.requeue_batches FROM PUBLIC;
+REVOKE ALL ON @extschema@.installation, @extschema@.outbound_status FROM PUBLIC;
 GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_reader, webhook_inbox_operator, webhook_inbox_finance;
 GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_health, @extschema@.sweep_health,
 	@extschema@.effects_health, @extschema@.effects_unresolved, @extschema@.worker_counters,
@@ -569,6 +670,8 @@ GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_
 	@extschema@.sweep_runs, @extschema@.sweep_checkpoints, @extschema@.repairs, @extschema@.transitions,
 	@extschema@.requeues, @extschema@.requeue_batches, @extschema@.effect_resolutions
 	TO webhook_inbox_reader;
+GRANT SELECT ON @extschema@.outbound_status TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@._outbound_paused() TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats(), @extschema@._queue_owner(text, text, text)
 	TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean,
