@@ -37,6 +37,8 @@
 #include "webhook_inbox.h"
 #include "worker.h"
 
+#define DISK_FULL_RETRY_MS 2000	/* the wait between cycles while the disk is full */
+
 static volatile sig_atomic_t got_sigterm = false;
 
 /* this process runs every step in a transaction of its own */
@@ -150,12 +152,15 @@ wi_worker_main(Datum main_arg)
 				wi_sweep_due(&steps);
 		}
 		MemoryContextSwitchTo(TopMemoryContext);
+		wi_step_cycle_end();
 		if (more || got_sigterm)
 			continue;
 
 		pgstat_report_activity(STATE_IDLE, NULL);
+		/* a full disk: try again every few seconds, not at every wake-up */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 wi_naptime_ms, PG_WAIT_EXTENSION);
+						 wi_step_disk_full() ? Max(wi_naptime_ms, DISK_FULL_RETRY_MS) : wi_naptime_ms,
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}
