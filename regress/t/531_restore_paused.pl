@@ -76,8 +76,10 @@ $copy->safe_psql('postgres', 'CREATE DATABASE restored');
 $copy->command_ok([ 'pg_restore', '--single-transaction', '-d', $copy->connstr('restored'), $dump ],
 	'pg_restore into a second cluster, worker running');
 
+my $t_restored = Time::HiRes::time();
 my $paused_re = qr/webhook_inbox worker: outbound work paused: this database was restored from a copy/;
 ok(poll_until(sub { slurp($copy->logfile) =~ $paused_re }, 60), 'the worker says outbound work is paused, and why');
+my $t_paused = Time::HiRes::time();
 like(slurp($copy->logfile), qr/HINT:  .*SELECT webhook_inbox\.resume_outbound\(\);/, 'and which call resumes it');
 is($copy->safe_psql('restored', 'SELECT paused, resume_with FROM webhook_inbox.outbound_status'),
 	't|SELECT webhook_inbox.resume_outbound();', 'outbound_status says paused');
@@ -135,7 +137,8 @@ my ($vrc, $vout, $verr) = run_sim('verify', '--db', $copy->connstr('restored'), 
 my ($summary) = $vout =~ /^(verify .*)$/m;
 like($summary // $verr, qr/differences=0$/, 'the mirror of the copy converged: webhook-sim verify, zero differences')
   or diag(substr($vout, 0, 3000));
-note("pending at dump: $pending; requests after resume: " . ($requests_after - $requests_before));
+diag(sprintf('%d events waiting at the dump; the pause said %.1f s after the restore; %d requests while paused '
+	  . 'over 4 s; %d after resume', $pending, $t_paused - $t_restored, $leaked, $requests_after - $requests_before));
 
 stop_proc($sim);
 done_testing();
