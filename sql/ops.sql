@@ -581,8 +581,17 @@ CREATE TABLE @extschema@.installation (
 );
 COMMENT ON TABLE @extschema@.installation IS
 	'The identities (cluster system identifier, database oid) of the database this data was recorded in: written by CREATE EXTENSION and resume_outbound(), carried by pg_dump. Any row that is not this database''s pauses outbound work (a restored copy) until resume_outbound().';
+/*
+ * A restore runs CREATE EXTENSION in the session that then loads the data:
+ * pg_dump's scripts and pg_restore set row_security off first (a session
+ * of yours has it on), and pg_restore names itself.  Such an extension
+ * starts paused, before any table of the dump is loaded.
+ */
 INSERT INTO @extschema@.installation (system_identifier, database_oid, database_name, note)
-SELECT c.system_identifier, d.oid, d.datname, 'CREATE EXTENSION'
+SELECT c.system_identifier, d.oid, d.datname,
+	   CASE WHEN pg_catalog.current_setting('row_security') = 'off'
+				 OR pg_catalog.current_setting('application_name') = 'pg_restore'
+			THEN 'CREATE EXTENSION in a restore' ELSE 'CREATE EXTENSION' END
   FROM pg_catalog.pg_control_system() c, pg_catalog.pg_database d
  WHERE d.datname = pg_catalog.current_database();
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
@@ -594,22 +603,63 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
 CREATE FUNCTION @extschema@._outbound_paused() RETURNS text
 LANGUAGE sql STABLE SECURITY DEFINER AS $$
 	/*
-	 * The newest recorded identity that is not this database's.  None
-	 * recorded at all (the rows deleted) is no evidence of a copy: a restore
-	 * always brings the original's row.  SECURITY DEFINER: the reader may
-	 * see why (outbound_status) without reading the table or the control
-	 * file.
+	 * Signs of a copy, the first that holds.  A pg_restore connected to
+	 * this database, or this database's CREATE EXTENSION run in a restore
+	 * session: both hold before the first table of the dump is loaded, so
+	 * no cycle of the worker that sees the extension misses them, whatever
+	 * order the tables load in.  For a restore by another client: the
+	 * newest recorded identity that is not this database's (the
+	 * original's row, from the dump); or, while this database's only
+	 * record is its own CREATE EXTENSION, a source created or an event
+	 * received before it (rows from the dump: no request leaves without a
+	 * source, and the worker must not work on events whose source is
+	 * still to come).  None recorded at all (the rows deleted) is no
+	 * evidence of a copy.  SECURITY DEFINER: the reader may see why
+	 * (outbound_status) without reading the table, the control file or
+	 * other sessions.
 	 */
-	SELECT format('this database was restored from a copy: its data was recorded in database "%s" (oid %s) of cluster %s at %s, and this is database "%s" (oid %s) of cluster %s',
-				  i.database_name, i.database_oid, i.system_identifier, i.recorded_at,
-				  d.datname, d.oid, c.system_identifier)
-	  FROM pg_control_system() c, pg_database d, webhook_inbox.installation i
-	 WHERE d.datname = current_database()
-	   AND (i.system_identifier, i.database_oid) <> (c.system_identifier, d.oid)
-	 ORDER BY i.recorded_at DESC LIMIT 1
+	WITH here AS (
+		SELECT c.system_identifier, d.oid AS database_oid, d.datname AS database_name
+		  FROM pg_control_system() c, pg_database d
+		 WHERE d.datname = current_database())
+	SELECT coalesce(
+		(SELECT format('this database is being restored from a copy: pg_restore is connected to it (backend %s)', a.pid)
+		   FROM pg_stat_activity a
+		  WHERE a.datname = h.database_name AND a.application_name = 'pg_restore' AND a.pid <> pg_backend_pid()
+		  ORDER BY a.backend_start LIMIT 1),
+		(SELECT format('this database is being restored, or was, from a dump: its CREATE EXTENSION ran in a restore session at %s (row_security off, or pg_restore)',
+					   i.recorded_at)
+		   FROM webhook_inbox.installation i
+		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
+			AND i.note = 'CREATE EXTENSION in a restore'
+		  LIMIT 1),
+		(SELECT format('this database was restored from a copy: its data was recorded in database "%s" (oid %s) of cluster %s at %s, and this is database "%s" (oid %s) of cluster %s',
+					   i.database_name, i.database_oid, i.system_identifier, i.recorded_at,
+					   h.database_name, h.database_oid, h.system_identifier)
+		   FROM webhook_inbox.installation i
+		  WHERE (i.system_identifier, i.database_oid) <> (h.system_identifier, h.database_oid)
+		  ORDER BY i.recorded_at DESC LIMIT 1),
+		(SELECT format('this database is being restored from a copy: it holds %s at %s, before CREATE EXTENSION ran here at %s',
+					   o.what, o.at, i.recorded_at)
+		   FROM webhook_inbox.installation i
+		  CROSS JOIN LATERAL (
+				SELECT format('source "%s", created', s.name) AS what, s.created_at AS at
+				  FROM webhook_inbox.sources s ORDER BY s.created_at LIMIT 1) o
+		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
+			AND i.note = 'CREATE EXTENSION' AND o.at < i.recorded_at
+			AND NOT EXISTS (SELECT 1 FROM webhook_inbox.installation j WHERE j.note <> 'CREATE EXTENSION')),
+		(SELECT format('this database is being restored from a copy: it holds event %s, received at %s, before CREATE EXTENSION ran here at %s',
+					   e.id, e.received_at, i.recorded_at)
+		   FROM webhook_inbox.installation i
+		  /* the oldest event by id: one probe of the primary key */
+		  CROSS JOIN LATERAL (SELECT x.id, x.received_at FROM webhook_inbox.inbox x ORDER BY x.id LIMIT 1) e
+		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
+			AND i.note = 'CREATE EXTENSION' AND e.received_at < i.recorded_at
+			AND NOT EXISTS (SELECT 1 FROM webhook_inbox.installation j WHERE j.note <> 'CREATE EXTENSION')))
+	  FROM here h
 $$;
 COMMENT ON FUNCTION @extschema@._outbound_paused() IS
-	'Why outbound work (fetches, sweeps, effects) is paused, or NULL: an identity recorded in installation that is not this database''s (a restored copy).';
+	'Why outbound work (fetches, sweeps, effects) is paused, or NULL: a pg_restore connected to this database, its CREATE EXTENSION run in a restore session, an identity recorded in installation that is not this database''s, or a source or an event older than this database''s own CREATE EXTENSION (a restored copy, or one being restored).';
 
 CREATE FUNCTION @extschema@._outbound_guard() RETURNS void
 LANGUAGE plpgsql AS $$

@@ -44,6 +44,28 @@ SELECT count(*) AS rows, min(note) AS note FROM webhook_inbox.installation;
 CALL webhook_inbox.run_effects();
 SELECT wi_guard_try($$SELECT webhook_inbox.sweep_now('guard_src', 'subscription')$$);
 SELECT webhook_inbox.resume_outbound();
+-- while a restore loads: this database's CREATE EXTENSION is its only record and a source is older
+DELETE FROM webhook_inbox.installation;
+INSERT INTO webhook_inbox.installation (system_identifier, database_oid, database_name, recorded_at, note) SELECT system_identifier, (SELECT oid FROM pg_database WHERE datname = current_database()), current_database(), '2026-06-01 00:00:00+00', 'CREATE EXTENSION' FROM pg_control_system();
+UPDATE webhook_inbox.sources SET created_at = '2026-01-01 00:00:00+00' WHERE name = 'guard_src';
+SELECT paused, reason FROM webhook_inbox.outbound_status;
+SELECT wi_guard_try($$SELECT webhook_inbox.sweep_now('guard_src', 'subscription')$$);
+-- a CREATE EXTENSION run in a restore session (row_security off, or pg_restore) pauses from the start
+DELETE FROM webhook_inbox.installation;
+INSERT INTO webhook_inbox.installation (system_identifier, database_oid, database_name, recorded_at, note) SELECT system_identifier, (SELECT oid FROM pg_database WHERE datname = current_database()), current_database(), '2026-06-01 00:00:00+00', 'CREATE EXTENSION in a restore' FROM pg_control_system();
+UPDATE webhook_inbox.sources SET created_at = now() WHERE name = 'guard_src';
+SELECT paused, reason FROM webhook_inbox.outbound_status;
+UPDATE webhook_inbox.installation SET note = 'CREATE EXTENSION';
+-- or an event received before it (the oldest event by id)
+UPDATE webhook_inbox.sources SET created_at = now() WHERE name = 'guard_src';
+SELECT paused FROM webhook_inbox.outbound_status;
+CREATE TEMP TABLE guard_oldest AS SELECT id, received_at FROM webhook_inbox.inbox ORDER BY id LIMIT 1;
+SELECT count(*) AS events FROM guard_oldest;
+UPDATE webhook_inbox.inbox SET received_at = '2026-01-01 00:00:00+00' WHERE id = (SELECT id FROM guard_oldest);
+SELECT paused, regexp_replace(reason, 'event [0-9]+', 'event N') AS reason FROM webhook_inbox.outbound_status;
+UPDATE webhook_inbox.inbox i SET received_at = g.received_at FROM guard_oldest g WHERE i.id = g.id;
+SELECT webhook_inbox.resume_outbound();
+SELECT paused, (SELECT note FROM webhook_inbox.installation) AS recorded FROM webhook_inbox.outbound_status;
 -- none recorded (the rows deleted) is no evidence of a copy
 DELETE FROM webhook_inbox.installation;
 SELECT paused, reason FROM webhook_inbox.outbound_status;

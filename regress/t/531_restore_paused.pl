@@ -2,7 +2,8 @@
 #	A dump restored into a second cluster whose worker is preloaded never
 #	acts on the original's provider account by surprise: the restored
 #	database starts with outbound work paused (the worker fetches, sweeps
-#	and sends nothing, and says why once in its log; sweep_now() and
+#	and sends nothing, and says why once in its log, even while the restore
+#	still loads its tables one by one; sweep_now() and
 #	run_effects() refuse), while the provider is reachable and the restored
 #	inbox holds events waiting for a fetch.  One call, resume_outbound(),
 #	ends the pause; then the mirror converges to the provider's truth.  The
@@ -73,11 +74,17 @@ log_min_messages = log
 });
 $copy->start;
 $copy->safe_psql('postgres', 'CREATE DATABASE restored');
-$copy->command_ok([ 'pg_restore', '--single-transaction', '-d', $copy->connstr('restored'), $dump ],
+# the worker is connected before the restore starts: it sees the extension
+# and the tables appear one by one
+ok(poll_until(sub { slurp($copy->logfile) =~ /webhook_inbox worker started in database "restored"/ }, 60),
+	'the copy\'s worker waits in the empty database');
+# table by table, each committed on its own (no --single-transaction): the
+# worker sees the data arrive
+$copy->command_ok([ 'pg_restore', '-d', $copy->connstr('restored'), $dump ],
 	'pg_restore into a second cluster, worker running');
 
 my $t_restored = Time::HiRes::time();
-my $paused_re = qr/webhook_inbox worker: outbound work paused: this database was restored from a copy/;
+my $paused_re = qr/webhook_inbox worker: outbound work paused: this database (?:was|is being) restored[^\n]*/;
 ok(poll_until(sub { slurp($copy->logfile) =~ $paused_re }, 60), 'the worker says outbound work is paused, and why');
 my $t_paused = Time::HiRes::time();
 like(slurp($copy->logfile), qr/HINT:  .*SELECT webhook_inbox\.resume_outbound\(\);/, 'and which call resumes it');
@@ -102,8 +109,12 @@ my ($rc, $out, $err) = $copy->psql('restored', "SELECT * FROM webhook_inbox.swee
 like($err, qr/outbound work is paused/, 'sweep_now() refuses while paused');
 ($rc, $out, $err) = $copy->psql('restored', 'CALL webhook_inbox.run_effects()');
 like($err, qr/outbound work is paused/, 'run_effects() refuses while paused');
+# one line, or one more once the original's identity row is loaded too
+# (the reason is then more precise): never one per cycle
 my @lines = slurp($copy->logfile) =~ /($paused_re)/g;
-is(scalar @lines, 1, 'one log line for the pause, not one per cycle');
+my %seen;
+ok(@lines >= 1 && @lines <= 2 && !grep({ $seen{$_}++ } @lines),
+	scalar(@lines) . ' log line(s) for the pause, each reason once, not one per cycle') or diag(join("\n", @lines));
 isnt($copy->safe_psql('restored', "SELECT webhook_inbox.intake('shop', ARRAY['x-shopify-webhook-id', 'w2', "
 	  . "'x-shopify-topic', 'orders/updated'], $body)"), 'new', 'the replay digests came along: the body is refused as a replay');
 
@@ -137,7 +148,8 @@ my ($vrc, $vout, $verr) = run_sim('verify', '--db', $copy->connstr('restored'), 
 my ($summary) = $vout =~ /^(verify .*)$/m;
 like($summary // $verr, qr/differences=0$/, 'the mirror of the copy converged: webhook-sim verify, zero differences')
   or diag(substr($vout, 0, 3000));
-diag(sprintf('%d events waiting at the dump; the pause said %.1f s after the restore; %d requests while paused '
+diag(join("\n", @lines));
+diag(sprintf('%d events waiting at the dump; the pause said %.1f s after the restore ended (0: during it); %d requests while paused '
 	  . 'over 4 s; %d after resume', $pending, $t_paused - $t_restored, $leaked, $requests_after - $requests_before));
 
 stop_proc($sim);
