@@ -5,7 +5,8 @@
 #	and sends nothing, and says why once in its log, even while the restore
 #	still loads its tables one by one; sweep_now() and
 #	run_effects() refuse), while the provider is reachable and the restored
-#	inbox holds events waiting for a fetch.  One call, resume_outbound(),
+#	inbox holds events waiting for a fetch and a refund waits to be sent.
+#	One call, resume_outbound(),
 #	ends the pause; then the mirror converges to the provider's truth.  The
 #	dump carries the replay-protection digests, and (as docs/operations.md
 #	says) the sources' secrets in clear.
@@ -47,6 +48,11 @@ my $body = q{convert_to('{"id":5310,"updated_at":"2026-02-01T00:00:00Z"}', 'UTF8
 is($orig->safe_psql('postgres', "SELECT webhook_inbox.intake('shop', ARRAY['x-shopify-webhook-id', 'w1', "
 	  . "'x-shopify-topic', 'orders/updated'], $body)"), 'new', 'a Shopify body is stored, its digest kept');
 
+# an approved external effect waiting to be sent: a refund
+$orig->safe_psql('postgres', q{
+	SELECT webhook_inbox.request_effect('refund:531', 'http',
+		'{"method": "POST", "path": "/v1/refunds", "body": {"payment_intent": "pi_531", "amount": 500}}',
+		source => 'acct', owner => 'finance')});
 my $pending = $orig->safe_psql('postgres', "SELECT count(*) FROM webhook_inbox.inbox WHERE status = 'pending'");
 cmp_ok($pending, '>', 0, "the original has $pending events waiting (fetches among them)");
 
@@ -105,6 +111,9 @@ is($leaked, 0, 'no request left the copy while paused (the provider\'s request l
 is($copy->safe_psql('restored', "SELECT count(*) FROM webhook_inbox.inbox WHERE status = 'pending'"), $pending,
 	'the restored events still wait');
 is($copy->safe_psql('restored', 'SELECT count(*) FROM webhook_inbox.sweep_runs'), '0', 'no sweep ran');
+is($copy->safe_psql('restored', "SELECT status || ' ' || attempts FROM webhook_inbox.effects WHERE effect_key = 'refund:531'"),
+	'pending 0', 'the refund waits, never attempted');
+unlike(slurp($reqlog), qr{^POST /v1/refunds}m, 'no refund request reached the provider');
 my ($rc, $out, $err) = $copy->psql('restored', "SELECT * FROM webhook_inbox.sweep_now('acct', 'subscription')");
 like($err, qr/outbound work is paused/, 'sweep_now() refuses while paused');
 ($rc, $out, $err) = $copy->psql('restored', 'CALL webhook_inbox.run_effects()');
@@ -141,6 +150,10 @@ for my $layer (qw(incremental full))
 	}
 	drained("after the $layer sweeps");
 }
+ok($copy->poll_query_until('restored', "SELECT attempts > 0 FROM webhook_inbox.effects WHERE effect_key = 'refund:531'"),
+	'after resume the refund was sent (' . $copy->safe_psql('restored',
+		"SELECT status FROM webhook_inbox.effects WHERE effect_key = 'refund:531'") . ')');
+like(slurp($reqlog), qr{^POST /v1/refunds}m, 'the provider received it');
 my $requests_after = () = slurp($reqlog) =~ /\n/g;
 cmp_ok($requests_after - $requests_before, '>', 0,
 	'requests left the copy after resume (' . ($requests_after - $requests_before) . ')');
