@@ -44,6 +44,7 @@
 
 #include "compat.h"
 #include "provider.h"
+#include "restore_guard.h"
 #include "stats.h"
 #include "step.h"
 #include "webhook_inbox.h"
@@ -434,6 +435,7 @@ wi_run_effects(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_effects must be between 1 and 1000")));
+	wi_outbound_guard();
 	(void) wi_effects_cycle(worker, max_effects, false);
 	PG_RETURN_VOID();
 }

@@ -55,6 +55,14 @@ extern void wi_step_end(WiStepMode mode);
  */
 extern char *wi_step_catch(MemoryContext cxt, const char *what);
 
+/*
+ * Whether steps of this process fail for a full disk; the worker ends each
+ * cycle with wi_step_cycle_end(), which says when a cycle that wrote had no
+ * step fail for it (space came back).
+ */
+extern bool wi_step_disk_full(void);
+extern void wi_step_cycle_end(void);
+
 /* One statement through SPI; raises on a result code other than expect. */
 extern void wi_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
 						const char *nulls, int expect);

@@ -35,6 +35,7 @@
 #include "compat.h"
 #include "provider.h"
 #include "ratelimit.h"
+#include "restore_guard.h"
 #include "stats.h"
 #include "step.h"
 #include "sweep.h"
@@ -816,6 +817,8 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 												&isnull));
 	}
 	SPI_finish();
+	/* a restored copy lists nothing until resume_outbound() */
+	wi_outbound_guard();
 
 	{
 		WiSteps		steps = {WI_STEPS_IN_CALLER, psprintf("backend:%d", MyProcPid), NULL};

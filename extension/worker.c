@@ -29,12 +29,15 @@
 
 #include "compat.h"
 #include "provider.h"
+#include "restore_guard.h"
 #include "round.h"
 #include "stats.h"
 #include "step.h"
 #include "sweep.h"
 #include "webhook_inbox.h"
 #include "worker.h"
+
+#define DISK_FULL_RETRY_MS 2000	/* the wait between cycles while the disk is full */
 
 static volatile sig_atomic_t got_sigterm = false;
 
@@ -158,7 +161,8 @@ wi_worker_main(Datum main_arg)
 										 wi_database, version, EXTVERSION)));
 				strlcpy(announced, version, sizeof(announced));
 			}
-			if (current)
+			/* a restored copy sends nothing until resume_outbound() */
+			if (current && !wi_outbound_paused(&steps))
 			{
 				more = wi_round_run(&steps);
 				if (!got_sigterm && effects_round())
@@ -168,12 +172,15 @@ wi_worker_main(Datum main_arg)
 			}
 		}
 		MemoryContextSwitchTo(TopMemoryContext);
+		wi_step_cycle_end();
 		if (more || got_sigterm)
 			continue;
 
 		pgstat_report_activity(STATE_IDLE, NULL);
+		/* a full disk: try again every few seconds, not at every wake-up */
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 wi_naptime_ms, PG_WAIT_EXTENSION);
+						 wi_step_disk_full() ? Max(wi_naptime_ms, DISK_FULL_RETRY_MS) : wi_naptime_ms,
+						 PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
 	}

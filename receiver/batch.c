@@ -235,6 +235,7 @@ log_result_error(const char *what, const PGresult *res)
 	const char *msg = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
 	char		line[200];
 
+	rcv_metrics_db_error(state);
 	if (state && strncmp(state, "22", 2) == 0)
 		msg = "(message withheld: it may quote request data)";
 	rcv_log(RCV_LOG_WARNING, "%s failed: SQLSTATE %s: %s", what,

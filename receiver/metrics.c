@@ -37,6 +37,7 @@ static const double commit_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 
 static labelled *requests;
 static labelled *failures;
+static labelled *db_errors;		/* a: SQLSTATE, b: "" */
 static histogram batch_hist = {batch_bounds, 11, {0}, 0, 0};
 static histogram commit_hist = {commit_bounds, 12, {0}, 0, 0};
 static histogram delivery_hist = {commit_bounds, 12, {0}, 0, 0};
@@ -109,6 +110,13 @@ void
 rcv_metrics_verify_failure(const char *source, const char *reason)
 {
 	bump(&failures, source, reason);
+}
+
+/* A statement or commit the database refused, by its SQLSTATE (53100: the disk is full). */
+void
+rcv_metrics_db_error(const char *sqlstate)
+{
+	bump(&db_errors, sqlstate && *sqlstate ? sqlstate : "?", "");
 }
 
 void
@@ -207,6 +215,14 @@ rcv_metrics_render(size_t *len)
 		put_label(f, l->a);
 		fprintf(f, "\",reason=\"%s\"} %llu\n", l->b, l->count);
 	}
+	fputs("# HELP webhook_receiver_db_errors_total Statements and commits the database refused, by SQLSTATE (53100: its disk is full).\n"
+		  "# TYPE webhook_receiver_db_errors_total counter\n", f);
+	for (labelled *l = db_errors; l; l = l->next)
+	{
+		fputs("webhook_receiver_db_errors_total{sqlstate=\"", f);
+		put_label(f, l->a);
+		fprintf(f, "\"} %llu\n", l->count);
+	}
 	render_hist(f, "webhook_receiver_batch_size", "Deliveries per group-commit transaction.",
 				&batch_hist);
 	render_hist(f, "webhook_receiver_commit_seconds",
@@ -244,9 +260,9 @@ rcv_metrics_render(size_t *len)
 void
 rcv_metrics_reset(void)
 {
-	labelled  **lists[] = {&requests, &failures};
+	labelled  **lists[] = {&requests, &failures, &db_errors};
 
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 3; i++)
 	{
 		labelled   *l = *lists[i];
 

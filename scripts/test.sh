@@ -28,6 +28,20 @@ tar -C "$ROOT" --exclude=.git --exclude=.run --exclude=regress/out --exclude=reg
 chown -R "$RUN_USER" "$WORK"
 chmod 755 "$WORK"
 
+# A small filesystem for the full-disk test (regress/t/532_full_disk.pl),
+# which runs unprivileged: mounted here while root (private to this run when
+# it has a mount namespace of its own) and unmounted after the suites; the
+# test skips, saying why, without it.
+SMALL_FS=""
+if [ "$(id -u)" -eq 0 ] && [[ " ${WI_SUITES:-regress isolation tap package} " == *" tap "* ]]; then
+	mkdir -p "$WORK/smallfs"
+	if mount -t tmpfs -o size=64m,mode=0755 webhook_inbox_small "$WORK/smallfs" 2>/dev/null; then
+		chown "$RUN_USER" "$WORK/smallfs"
+		SMALL_FS="$WORK/smallfs"
+		export WI_SMALL_FS="$SMALL_FS"
+	fi
+fi
+
 failed=""
 for suite in ${WI_SUITES:-regress isolation tap package}; do
 	echo "=== $suite ==="
@@ -47,6 +61,8 @@ for suite in ${WI_SUITES:-regress isolation tap package}; do
 		fi
 	fi
 done
+
+[ -n "$SMALL_FS" ] && umount "$SMALL_FS"
 
 if [ -n "$failed" ]; then
 	echo "failed suites:$failed (work tree kept in $WORK)"

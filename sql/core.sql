@@ -194,6 +194,8 @@ CREATE TABLE @extschema@.seen_bodies (
 CREATE INDEX seen_bodies_expires_idx ON @extschema@.seen_bodies (expires_at);
 COMMENT ON TABLE @extschema@.seen_bodies IS
 	'Replay protection for body-only signing schemes: the digest of each body received, with the event id it first came with, until its source''s replay window has passed. Pruned by prune().';
+-- dumped: a restore keeps refusing the replays its window still covers
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.seen_bodies', '');
 
 ---------------------------------------------------------------------------
 -- Mirror, leases, transitions, machines, occurrences
@@ -1307,25 +1309,175 @@ $$;
 COMMENT ON FUNCTION @extschema@._prune_batches_plan(interval, interval, integer) IS
 	'prune_in_batches()''s arguments checked, and its plan: the id range of inbox and deliveries to walk, the step and the cutoffs.';
 
-CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
-	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint)
+/*
+ * Retention of the history tables, with the defaults prune() and
+ * prune_in_batches() give them (docs/operations.md, "Retention", has the
+ * table).  Each argument is an age: rows older are deleted, NULL keeps them
+ * for ever.  What the present still needs is never deleted, whatever its
+ * age: the newest transition of each object, a transition an effect names,
+ * those of an object under a live claim; the newest sweep run of each
+ * (source, object type, layer), the run a checkpoint names, a running one;
+ * the attempts of an effect that is not done or failed, and each effect's
+ * last attempt; the requeues of an event still waiting; effects that are
+ * pending, submitting, uncertain or quarantined.
+ */
+CREATE FUNCTION @extschema@._prune_history_check(transitions_older_than interval,
+	sweep_runs_older_than interval, attempts_older_than interval, requeues_older_than interval,
+	effects_older_than interval, occurrences_older_than interval)
+RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	a record;
+BEGIN
+	FOR a IN SELECT * FROM (VALUES ('transitions_older_than', transitions_older_than),
+								   ('sweep_runs_older_than', sweep_runs_older_than),
+								   ('attempts_older_than', attempts_older_than),
+								   ('requeues_older_than', requeues_older_than),
+								   ('effects_older_than', effects_older_than),
+								   ('occurrences_older_than', occurrences_older_than)) v(name, val)
+	LOOP
+		IF a.val < '0 seconds' THEN
+			RAISE EXCEPTION '% must be a non-negative interval or NULL', a.name
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = format('The value given was %s.', a.val),
+					  HINT = 'NULL keeps the rows for ever.';
+		END IF;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._prune_history_check(interval, interval, interval, interval, interval, interval) IS
+	'The history arguments of prune() and prune_in_batches(), checked: non-negative intervals, or NULL (keep for ever).';
+
+CREATE FUNCTION @extschema@._prune_history(transitions_older_than interval, sweep_runs_older_than interval,
+	attempts_older_than interval, requeues_older_than interval, effects_older_than interval,
+	occurrences_older_than interval, OUT transitions_deleted bigint, OUT sweep_runs_deleted bigint,
+	OUT repairs_deleted bigint, OUT effect_attempts_deleted bigint, OUT requeues_deleted bigint,
+	OUT effects_deleted bigint, OUT occurrences_deleted bigint)
 LANGUAGE plpgsql AS $$
 BEGIN
+	transitions_deleted := 0;
+	sweep_runs_deleted := 0;
+	repairs_deleted := 0;
+	effect_attempts_deleted := 0;
+	requeues_deleted := 0;
+	effects_deleted := 0;
+	occurrences_deleted := 0;
+
+	/*
+	 * Effects first (only when asked: they are business records), so the
+	 * transitions they named can go in the same run.  Only final ones: a
+	 * pending, submitting, uncertain or quarantined effect is work or a
+	 * decision still to come.  Attempts and resolutions cascade.
+	 */
+	IF effects_older_than IS NOT NULL THEN
+		DELETE FROM webhook_inbox.effects
+		 WHERE status IN ('done', 'failed') AND updated_at < now() - effects_older_than;
+		GET DIAGNOSTICS effects_deleted = ROW_COUNT;
+	END IF;
+
+	IF attempts_older_than IS NOT NULL THEN
+		DELETE FROM webhook_inbox.effect_attempts a
+		 USING webhook_inbox.effects e
+		 WHERE e.id = a.effect_id AND e.status IN ('done', 'failed')
+		   AND a.started_at < now() - attempts_older_than
+		   AND a.id < (SELECT max(l.id) FROM webhook_inbox.effect_attempts l WHERE l.effect_id = a.effect_id);
+		GET DIAGNOSTICS effect_attempts_deleted = ROW_COUNT;
+	END IF;
+
+	IF transitions_older_than IS NOT NULL THEN
+		DELETE FROM webhook_inbox.transitions t
+		 WHERE t.at < now() - transitions_older_than
+		   /* the newest of its object stays: the mirror's status has its cause */
+		   AND t.id < (SELECT max(n.id) FROM webhook_inbox.transitions n
+						WHERE n.source_id = t.source_id AND n.object_type = t.object_type
+						  AND n.object_id = t.object_id)
+		   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.effects e WHERE e.transition_id = t.id)
+		   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
+							WHERE l.source_id = t.source_id AND l.object_type = t.object_type
+							  AND l.object_id = t.object_id AND l.expires_at > now());
+		GET DIAGNOSTICS transitions_deleted = ROW_COUNT;
+	END IF;
+
+	/* a finished run's seen ids are of no use (a crash can leave some) */
+	DELETE FROM webhook_inbox.sweep_seen s
+	 USING webhook_inbox.sweep_runs r
+	 WHERE r.id = s.run_id AND r.status <> 'running';
+	IF sweep_runs_older_than IS NOT NULL THEN
+		/* a run's repairs go with it (its seen ids cascade) */
+		WITH d AS (
+			SELECT r.id FROM webhook_inbox.sweep_runs r
+			 WHERE r.status <> 'running' AND r.started_at < now() - sweep_runs_older_than
+			   AND r.id < (SELECT max(n.id) FROM webhook_inbox.sweep_runs n
+							WHERE n.source_id = r.source_id AND n.object_type = r.object_type
+							  AND n.layer = r.layer)
+			   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.sweep_checkpoints c WHERE c.last_run_id = r.id)),
+		rp AS (DELETE FROM webhook_inbox.repairs p USING d WHERE p.run_id = d.id RETURNING 1),
+		sr AS (DELETE FROM webhook_inbox.sweep_runs r USING d WHERE r.id = d.id RETURNING 1)
+		SELECT (SELECT count(*) FROM rp), (SELECT count(*) FROM sr) INTO repairs_deleted, sweep_runs_deleted;
+	END IF;
+
+	IF requeues_older_than IS NOT NULL THEN
+		/* the audit of an event still waiting stays with it */
+		DELETE FROM webhook_inbox.requeues q
+		 WHERE q.requeued_at < now() - requeues_older_than
+		   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.inbox i
+							WHERE i.id = q.event_id AND i.status IN ('pending', 'processing', 'retry'));
+		GET DIAGNOSTICS requeues_deleted = ROW_COUNT;
+		DELETE FROM webhook_inbox.requeue_batches b
+		 WHERE b.requeued_at < now() - requeues_older_than
+		   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.requeues q WHERE q.batch_id = b.id);
+	END IF;
+
+	IF occurrences_older_than IS NOT NULL THEN
+		DELETE FROM webhook_inbox.occurrences WHERE recorded_at < now() - occurrences_older_than;
+		GET DIAGNOSTICS occurrences_deleted = ROW_COUNT;
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._prune_history(interval, interval, interval, interval, interval, interval) IS
+	'Retention of the history tables (transitions, sweep runs with their repairs and seen ids, effect attempts, requeues and their batches) and, only when asked, of done or failed effects and of occurrences; never what an unfinished effect, claim or sweep still needs. Returns what it deleted.';
+
+CREATE FUNCTION @extschema@.prune(older_than interval, strip_payloads_older_than interval DEFAULT NULL,
+	transitions_older_than interval DEFAULT '90 days', sweep_runs_older_than interval DEFAULT '30 days',
+	attempts_older_than interval DEFAULT '90 days', requeues_older_than interval DEFAULT '90 days',
+	effects_older_than interval DEFAULT NULL, occurrences_older_than interval DEFAULT NULL,
+	OUT inbox_deleted bigint, OUT deliveries_deleted bigint, OUT payloads_stripped bigint,
+	OUT transitions_deleted bigint, OUT sweep_runs_deleted bigint, OUT repairs_deleted bigint,
+	OUT effect_attempts_deleted bigint, OUT requeues_deleted bigint, OUT effects_deleted bigint,
+	OUT occurrences_deleted bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+	h record;
+BEGIN
 	PERFORM webhook_inbox._prune_check(older_than, strip_payloads_older_than);
+	PERFORM webhook_inbox._prune_history_check(transitions_older_than, sweep_runs_older_than,
+		attempts_older_than, requeues_older_than, effects_older_than, occurrences_older_than);
 	SELECT r.inbox_deleted, r.deliveries_deleted, r.payloads_stripped
 	  INTO inbox_deleted, deliveries_deleted, payloads_stripped
 	  FROM webhook_inbox._prune_range(0, 9223372036854775807, now() - older_than,
 									  now() - strip_payloads_older_than) r;
 	PERFORM webhook_inbox._prune_digests(now() - older_than);
+	SELECT * INTO h FROM webhook_inbox._prune_history(transitions_older_than, sweep_runs_older_than,
+		attempts_older_than, requeues_older_than, effects_older_than, occurrences_older_than);
+	transitions_deleted := h.transitions_deleted;
+	sweep_runs_deleted := h.sweep_runs_deleted;
+	repairs_deleted := h.repairs_deleted;
+	effect_attempts_deleted := h.effect_attempts_deleted;
+	requeues_deleted := h.requeues_deleted;
+	effects_deleted := h.effects_deleted;
+	occurrences_deleted := h.occurrences_deleted;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.prune(interval, interval) IS
-	'Retention: deletes old done and ignored events and old deliveries; can strip payloads earlier while keeping identities. One transaction: for a large backlog, prune_in_batches().';
+COMMENT ON FUNCTION @extschema@.prune(interval, interval, interval, interval, interval, interval, interval, interval) IS
+	'Retention of every growing table: done and ignored events and deliveries older than older_than (payloads can be stripped earlier, identities kept), expired body digests; transitions after 90 days, sweep runs and their repairs after 30 days, attempts of finished effects and requeues after 90 days, each by default and never what the present needs (the newest transition of each object, the newest run of each sweep); effects and occurrences are business records, deleted only when effects_older_than or occurrences_older_than is given. NULL keeps a table for ever. One transaction: for a large backlog, prune_in_batches().';
 
 CREATE PROCEDURE @extschema@.prune_in_batches(older_than interval,
 	strip_payloads_older_than interval DEFAULT NULL, batch_size integer DEFAULT 10000,
+	transitions_older_than interval DEFAULT '90 days', sweep_runs_older_than interval DEFAULT '30 days',
+	attempts_older_than interval DEFAULT '90 days', requeues_older_than interval DEFAULT '90 days',
+	effects_older_than interval DEFAULT NULL, occurrences_older_than interval DEFAULT NULL,
 	INOUT inbox_deleted bigint DEFAULT 0, INOUT deliveries_deleted bigint DEFAULT 0,
-	INOUT payloads_stripped bigint DEFAULT 0)
+	INOUT payloads_stripped bigint DEFAULT 0, INOUT history_deleted bigint DEFAULT 0)
 LANGUAGE plpgsql AS $$
 /*
  * A procedure that commits cannot pin its search_path (sql/search_path.sql):
@@ -1335,9 +1487,12 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	b record;
 	r record;
+	h record;
 	lo bigint;
 BEGIN
 	SELECT * INTO b FROM webhook_inbox._prune_batches_plan(older_than, strip_payloads_older_than, batch_size);
+	PERFORM webhook_inbox._prune_history_check(transitions_older_than, sweep_runs_older_than,
+		attempts_older_than, requeues_older_than, effects_older_than, occurrences_older_than);
 	inbox_deleted := 0;
 	deliveries_deleted := 0;
 	payloads_stripped := 0;
@@ -1361,10 +1516,18 @@ BEGIN
 	END LOOP;
 	PERFORM webhook_inbox._prune_digests(b.cutoff);
 	COMMIT;
+	/* the history tables, one transaction after the events */
+	SELECT * INTO h FROM webhook_inbox._prune_history(transitions_older_than, sweep_runs_older_than,
+		attempts_older_than, requeues_older_than, effects_older_than, occurrences_older_than);
+	history_deleted := h.transitions_deleted OPERATOR(pg_catalog.+) h.sweep_runs_deleted
+		OPERATOR(pg_catalog.+) h.repairs_deleted OPERATOR(pg_catalog.+) h.effect_attempts_deleted
+		OPERATOR(pg_catalog.+) h.requeues_deleted OPERATOR(pg_catalog.+) h.effects_deleted
+		OPERATOR(pg_catalog.+) h.occurrences_deleted;
+	COMMIT;
 END
 $$;
-COMMENT ON PROCEDURE @extschema@.prune_in_batches(interval, interval, integer, bigint, bigint, bigint) IS
-	'Retention as prune() does it, a range of batch_size ids of inbox and deliveries at a time with a commit after each, so that a large backlog is never one long DELETE. CALL it outside a transaction block; returns what it deleted and stripped.';
+COMMENT ON PROCEDURE @extschema@.prune_in_batches(interval, interval, integer, interval, interval, interval, interval, interval, interval, bigint, bigint, bigint, bigint) IS
+	'Retention as prune() does it, with the same defaults: a range of batch_size ids of inbox and deliveries at a time with a commit after each, so that a large backlog is never one long DELETE, then the history tables in one more transaction. CALL it outside a transaction block; returns what it deleted and stripped (history_deleted: the rows of every history table together).';
 
 ---------------------------------------------------------------------------
 -- Views for operators

@@ -58,6 +58,8 @@ CREATE TABLE @extschema@.effects (
 CREATE INDEX effects_due_idx ON @extschema@.effects (next_attempt_at)
 	WHERE status IN ('pending', 'submitting', 'uncertain');
 CREATE INDEX effects_object_idx ON @extschema@.effects (source_id, tenant, object_type, object_id);
+-- prune() keeps every transition an effect names: one probe per transition
+CREATE INDEX effects_transition_idx ON @extschema@.effects (transition_id) WHERE transition_id IS NOT NULL;
 COMMENT ON TABLE @extschema@.effects IS
 	'Approved operations, one per effect_key, with their exact request and a stable idempotency key. States: pending, submitting, done, failed (a definitive rejection), uncertain (sent, outcome unknown), quarantined (a person decides).';
 COMMENT ON COLUMN @extschema@.effects.lookup_cursor IS

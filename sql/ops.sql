@@ -837,11 +837,162 @@ SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(i.issue -> 'nu
 COMMENT ON VIEW @extschema@.github_issues IS 'Mirrored GitHub issues (saved from a webhook''s payload or fetched from the API): number, title, state, author, repository, URL.';
 
 ---------------------------------------------------------------------------
+-- The restore guard: a copy of the database never acts on live accounts by
+-- surprise.  The identity of the database the data lives in (the cluster's
+-- system identifier and the database's oid) is recorded at CREATE EXTENSION
+-- in installation, which pg_dump carries; a restore elsewhere brings the
+-- original's row beside the one its own CREATE EXTENSION wrote, so the
+-- identities differ.  While any recorded identity is not this database's,
+-- outbound work waits: the background worker fetches, sweeps and sends no
+-- effect, run_effects() and sweep_now() refuse; intake goes on storing
+-- deliveries.  resume_outbound() records this database as the only one.
+-- A physical copy (a base backup, a promoted standby) keeps both the system
+-- identifier and the oid: it is the same database, and a failover must not
+-- pause.
+---------------------------------------------------------------------------
+
+CREATE TABLE @extschema@.installation (
+	system_identifier bigint NOT NULL,
+	database_oid	oid NOT NULL,
+	database_name	name NOT NULL,
+	recorded_at		timestamptz NOT NULL DEFAULT now(),
+	recorded_by		text NOT NULL DEFAULT current_user,
+	note			text NOT NULL
+);
+COMMENT ON TABLE @extschema@.installation IS
+	'The identities (cluster system identifier, database oid) of the database this data was recorded in: written by CREATE EXTENSION and resume_outbound(), carried by pg_dump. Any row that is not this database''s pauses outbound work (a restored copy) until resume_outbound().';
+/*
+ * A restore runs CREATE EXTENSION in the session that then loads the data:
+ * pg_dump's scripts and pg_restore set row_security off first (a session
+ * of yours has it on), and pg_restore names itself.  Such an extension
+ * starts paused, before any table of the dump is loaded.
+ */
+INSERT INTO @extschema@.installation (system_identifier, database_oid, database_name, note)
+SELECT c.system_identifier, d.oid, d.datname,
+	   CASE WHEN pg_catalog.current_setting('row_security') = 'off'
+				 OR pg_catalog.current_setting('application_name') = 'pg_restore'
+			THEN 'CREATE EXTENSION in a restore' ELSE 'CREATE EXTENSION' END
+  FROM pg_catalog.pg_control_system() c, pg_catalog.pg_database d
+ WHERE d.datname = pg_catalog.current_database();
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
+
+/*
+ * Why outbound work is paused, or NULL when it is not: a recorded identity
+ * that is not this database's (the newest such), or none recorded.
+ */
+CREATE FUNCTION @extschema@._outbound_paused() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER AS $$
+	/*
+	 * Signs of a copy, the first that holds.  A pg_restore connected to
+	 * this database, or this database's CREATE EXTENSION run in a restore
+	 * session: both hold before the first table of the dump is loaded, so
+	 * no cycle of the worker that sees the extension misses them, whatever
+	 * order the tables load in.  For a restore by another client: the
+	 * newest recorded identity that is not this database's (the
+	 * original's row, from the dump); or, while this database's only
+	 * record is its own CREATE EXTENSION, a source created or an event
+	 * received before it (rows from the dump: no request leaves without a
+	 * source, and the worker must not work on events whose source is
+	 * still to come).  None recorded at all (the rows deleted) is no
+	 * evidence of a copy.  SECURITY DEFINER: the reader may see why
+	 * (outbound_status) without reading the table, the control file or
+	 * other sessions.
+	 */
+	WITH here AS (
+		SELECT c.system_identifier, d.oid AS database_oid, d.datname AS database_name
+		  FROM pg_control_system() c, pg_database d
+		 WHERE d.datname = current_database())
+	SELECT coalesce(
+		(SELECT format('this database is being restored from a copy: pg_restore is connected to it (backend %s)', a.pid)
+		   FROM pg_stat_activity a
+		  WHERE a.datname = h.database_name AND a.application_name = 'pg_restore' AND a.pid <> pg_backend_pid()
+		  ORDER BY a.backend_start LIMIT 1),
+		(SELECT format('this database is being restored, or was, from a dump: its CREATE EXTENSION ran in a restore session at %s (row_security off, or pg_restore)',
+					   i.recorded_at)
+		   FROM webhook_inbox.installation i
+		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
+			AND i.note = 'CREATE EXTENSION in a restore'
+		  LIMIT 1),
+		(SELECT format('this database was restored from a copy: its data was recorded in database "%s" (oid %s) of cluster %s at %s, and this is database "%s" (oid %s) of cluster %s',
+					   i.database_name, i.database_oid, i.system_identifier, i.recorded_at,
+					   h.database_name, h.database_oid, h.system_identifier)
+		   FROM webhook_inbox.installation i
+		  WHERE (i.system_identifier, i.database_oid) <> (h.system_identifier, h.database_oid)
+		  ORDER BY i.recorded_at DESC LIMIT 1),
+		(SELECT format('this database is being restored from a copy: it holds %s at %s, before CREATE EXTENSION ran here at %s',
+					   o.what, o.at, i.recorded_at)
+		   FROM webhook_inbox.installation i
+		  CROSS JOIN LATERAL (
+				SELECT format('source "%s", created', s.name) AS what, s.created_at AS at
+				  FROM webhook_inbox.sources s ORDER BY s.created_at LIMIT 1) o
+		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
+			AND i.note = 'CREATE EXTENSION' AND o.at < i.recorded_at
+			AND NOT EXISTS (SELECT 1 FROM webhook_inbox.installation j WHERE j.note <> 'CREATE EXTENSION')),
+		(SELECT format('this database is being restored from a copy: it holds event %s, received at %s, before CREATE EXTENSION ran here at %s',
+					   e.id, e.received_at, i.recorded_at)
+		   FROM webhook_inbox.installation i
+		  /* the oldest event by id: one probe of the primary key */
+		  CROSS JOIN LATERAL (SELECT x.id, x.received_at FROM webhook_inbox.inbox x ORDER BY x.id LIMIT 1) e
+		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
+			AND i.note = 'CREATE EXTENSION' AND e.received_at < i.recorded_at
+			AND NOT EXISTS (SELECT 1 FROM webhook_inbox.installation j WHERE j.note <> 'CREATE EXTENSION')))
+	  FROM here h
+$$;
+COMMENT ON FUNCTION @extschema@._outbound_paused() IS
+	'Why outbound work (fetches, sweeps, effects) is paused, or NULL: a pg_restore connected to this database, its CREATE EXTENSION run in a restore session, an identity recorded in installation that is not this database''s, or a source or an event older than this database''s own CREATE EXTENSION (a restored copy, or one being restored).';
+
+CREATE FUNCTION @extschema@._outbound_guard() RETURNS void
+LANGUAGE plpgsql AS $$
+DECLARE
+	why text := webhook_inbox._outbound_paused();
+BEGIN
+	IF why IS NOT NULL THEN
+		RAISE EXCEPTION 'outbound work is paused'
+			USING ERRCODE = 'object_not_in_prerequisite_state',
+				  DETAIL = format('Fetches, sweeps and effects wait, so that a copy never acts on the provider accounts of the original: %s.', why),
+				  HINT = 'Check the sources'' api_base and api_token, then run SELECT webhook_inbox.resume_outbound();';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._outbound_guard() IS
+	'Raises when outbound work is paused (a restored copy): called by sweep_now() and run_effects() before any request.';
+
+CREATE FUNCTION @extschema@.resume_outbound() RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	why text := webhook_inbox._outbound_paused();
+BEGIN
+	/* this database becomes the only one: a dump of it pauses its restores */
+	DELETE FROM webhook_inbox.installation;
+	INSERT INTO webhook_inbox.installation (system_identifier, database_oid, database_name, note)
+	SELECT c.system_identifier, d.oid, d.datname, 'resume_outbound()'
+	  FROM pg_control_system() c, pg_database d
+	 WHERE d.datname = current_database();
+	IF why IS NULL THEN
+		RETURN 'not paused';
+	END IF;
+	RAISE LOG 'webhook_inbox: outbound work resumed by %: %', current_user, why;
+	RETURN 'resumed';
+END
+$$;
+COMMENT ON FUNCTION @extschema@.resume_outbound() IS
+	'Ends the pause of outbound work after a restore: records this database as the only one the data lives in, so the worker fetches, sweeps and sends effects again. Returns resumed, or not paused (the identity is recorded again all the same).';
+
+CREATE VIEW @extschema@.outbound_status AS
+SELECT webhook_inbox._outbound_paused() IS NOT NULL AS paused,
+	   webhook_inbox._outbound_paused() AS reason,
+	   CASE WHEN webhook_inbox._outbound_paused() IS NOT NULL
+			THEN 'SELECT webhook_inbox.resume_outbound();' END AS resume_with;
+COMMENT ON VIEW @extschema@.outbound_status IS
+	'Whether outbound work (fetches, sweeps, effects) is paused because this database is a restored copy, why, and the call that resumes it.';
+
+---------------------------------------------------------------------------
 -- Privileges of the roles
 ---------------------------------------------------------------------------
 
 REVOKE ALL ON @extschema@.queue_owners, @extschema@.queues, @extschema@.inbox_events, @extschema@.mirror,
 	@extschema@.source_list, @extschema@.requeue_batches FROM PUBLIC;
+REVOKE ALL ON @extschema@.installation, @extschema@.outbound_status FROM PUBLIC;
 GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_reader, webhook_inbox_operator, webhook_inbox_finance;
 GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_health, @extschema@.sweep_health,
 	@extschema@.effects_health, @extschema@.effects_unresolved, @extschema@.worker_counters,
@@ -849,6 +1000,8 @@ GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_
 	@extschema@.sweep_runs, @extschema@.sweep_checkpoints, @extschema@.repairs, @extschema@.transitions,
 	@extschema@.requeues, @extschema@.requeue_batches, @extschema@.effect_resolutions
 	TO webhook_inbox_reader;
+GRANT SELECT ON @extschema@.outbound_status TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@._outbound_paused() TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats(), @extschema@._queue_owner(text, text, text)
 	TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@._synchronous_standby() TO webhook_inbox_reader;

@@ -56,7 +56,9 @@ sub get_json
 {
 	my ($rc, $out) = promtool('', 'check', 'rules', $rules);
 	is($rc, 0, 'promtool check rules accepts monitoring/alerts.yml');
-	like($out, qr/SUCCESS: 8 rules found/, 'all eight rules load');
+	# every rule of the file, however many there are
+	my $n = () = PostgreSQL::Test::Utils::slurp_file($rules) =~ /^\s*- alert:/mg;
+	like($out, qr/SUCCESS: $n rules found/, "all $n rules load");
 	($rc, $out) = promtool('', 'test', 'rules', $rules_test);
 	is($rc, 0, 'promtool test rules passes') or diag($out);
 	like($out, qr/SUCCESS/, 'the rules unit tests report success');

@@ -768,3 +768,28 @@ ALTER TABLE @extschema@.queue_owners DROP CONSTRAINT queue_owners_queue_check,
 		'flagged_tenant'));
 INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
 	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenants.reason)', true);
+
+-- Retention for every table: prune() takes the ages of the history tables
+-- (its signature and result change); the transitions an effect names are
+-- found by an index.
+DROP FUNCTION @extschema@.prune(interval, interval);
+CREATE INDEX effects_transition_idx ON @extschema@.effects (transition_id) WHERE transition_id IS NOT NULL;
+
+-- Backups: the replay-protection digests are dumped; the restore guard
+-- records the identity of the database the data lives in (a restore
+-- elsewhere pauses outbound work until resume_outbound()).
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.seen_bodies', '');
+CREATE TABLE @extschema@.installation (
+	system_identifier bigint NOT NULL,
+	database_oid	oid NOT NULL,
+	database_name	name NOT NULL,
+	recorded_at		timestamptz NOT NULL DEFAULT now(),
+	recorded_by		text NOT NULL DEFAULT current_user,
+	note			text NOT NULL
+);
+INSERT INTO @extschema@.installation (system_identifier, database_oid, database_name, note)
+SELECT c.system_identifier, d.oid, d.datname, 'ALTER EXTENSION UPDATE'
+  FROM pg_catalog.pg_control_system() c, pg_catalog.pg_database d
+ WHERE d.datname = pg_catalog.current_database();
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
+REVOKE ALL ON @extschema@.installation FROM PUBLIC;
