@@ -57,16 +57,6 @@ wi_stats_shmem_attach(void *ptr, bool found)
 	}
 }
 
-/*
- * Once the counters' own hooks; now shmem.c lays them out with the rest of
- * the extension's shared memory, and this does nothing.  Kept only while
- * wi_worker_init() still calls it.
- */
-void
-wi_stats_shmem_init(void)
-{
-}
-
 void
 wi_stat_add(WiStat stat, uint64 n)
 {

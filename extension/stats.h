@@ -41,8 +41,6 @@ typedef enum WiStat
 extern Size wi_stats_shmem_size(void);
 extern void wi_stats_shmem_attach(void *ptr, bool found);
 
-/* Does nothing: the counters are laid out by shmem.c (see stats.c). */
-extern void wi_stats_shmem_init(void);
 extern void wi_stat_add(WiStat stat, uint64 n);
 extern void wi_stat_latency(double ms);
 

@@ -206,5 +206,4 @@ wi_worker_init(void)
 	snprintf(bgw.bgw_name, BGW_MAXLEN, "webhook_inbox worker");
 	snprintf(bgw.bgw_type, BGW_MAXLEN, "webhook_inbox worker");
 	RegisterBackgroundWorker(&bgw);
-	wi_stats_shmem_init();
 }
