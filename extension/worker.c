@@ -190,7 +190,7 @@ wi_worker_main(Datum main_arg)
 
 /*
  * Called from _PG_init while shared_preload_libraries is processed:
- * registers the worker and the counters' shared memory.
+ * registers the worker (shmem.c lays out the shared memory).
  */
 void
 wi_worker_init(void)
