@@ -35,11 +35,28 @@ PG_FUNCTION_INFO_V1(wi_version_guard);
 
 static SPIPlanPtr source_id_plan = NULL;
 static SPIPlanPtr fence_plan = NULL;
+static SPIPlanPtr rule_plan = NULL;
 static SPIPlanPtr insert_plan = NULL;
 static SPIPlanPtr lock_plan = NULL;
 static SPIPlanPtr update_plan = NULL;
 static SPIPlanPtr transition_plan = NULL;
 static SPIPlanPtr delete_plan = NULL;
+
+/*
+ * The outcome _version_rule() named, as this file's constant (the name SPI
+ * returned lives in SPI's memory, gone at SPI_finish).
+ */
+static const char *
+rule_outcome(const char *name)
+{
+	static const char *const outcomes[] = {"applied", "duplicate", "stale", "tie"};
+
+	for (int i = 0; i < lengthof(outcomes); i++)
+		if (name != NULL && strcmp(name, outcomes[i]) == 0)
+			return outcomes[i];
+	elog(ERROR, "webhook_inbox: the version rule answered \"%s\"", name ? name : "(null)");
+	return NULL;				/* keep the compiler quiet */
+}
 
 static void
 prepare_guard_plans(void)
@@ -58,6 +75,12 @@ prepare_guard_plans(void)
 
 		/* the one fence check, in SQL: _fenced() */
 		fence_plan = wi_keep_plan("SELECT webhook_inbox._fenced($1, '', $2, $3, $4)", 4, t);
+	}
+	{
+		Oid			t[6] = {BOOLOID, NUMERICOID, NUMERICOID, BOOLOID, BOOLOID, BOOLOID};
+
+		/* the one version rule, in SQL: _version_rule() */
+		rule_plan = wi_keep_plan("SELECT webhook_inbox._version_rule($1, $2, $3, $4, $5, $6)", 6, t);
 	}
 	insert_plan = wi_keep_plan(
 		"INSERT INTO webhook_inbox.objects (source_id, object_type, object_id) "
@@ -228,24 +251,16 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 		(state == NULL || (old_has_state &&
 						   compareJsonbContainers(&state->root, &old_state->root) == 0));
 
-	if (fresh)
-		result = "applied";
-	else if (!has_version)
-		result = same_content ? "duplicate" : "applied";
-	else if (old_deleted && !deleted)
-		result = "stale";		/* a tombstone is final for versioned objects */
-	else if (!old_has_version)
-		result = "applied";
-	else
+	/* the version rule, asked where every path asks it: _version_rule() */
 	{
-		int			c = DatumGetInt32(DirectFunctionCall2(numeric_cmp, version, old_version));
+		Datum		a[6] = {BoolGetDatum(fresh), version, old_version, BoolGetDatum(deleted),
+		BoolGetDatum(old_deleted), BoolGetDatum(same_content)};
+		char		n[6] = {' ', has_version ? ' ' : 'n', old_has_version ? ' ' : 'n', ' ', ' ', ' '};
 
-		if (c > 0)
-			result = "applied";
-		else if (c < 0)
-			result = "stale";
-		else
-			result = same_content ? "duplicate" : "tie";
+		rc = SPI_execute_plan(rule_plan, a, n, true, 1);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "webhook_inbox: the version rule failed: %s", SPI_result_code_string(rc));
+		result = rule_outcome(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 	}
 
 	if (strcmp(result, "applied") == 0)

@@ -593,6 +593,34 @@ $$;
 COMMENT ON FUNCTION @extschema@._version_of(jsonb) IS
 	'A provider version as a number: numbers, numeric strings, or timestamps as epoch seconds.';
 
+/*
+ * The version rule, written once: whether an incoming version of an object
+ * wins over the stored one.  upsert_object() (guard.c) asks it through SPI;
+ * the worker's set-based saves (_work_events' version walk and
+ * _save_presents) call it inside their statements, where the planner
+ * inlines it (an IMMUTABLE SQL function of one expression, no SET clause:
+ * sql/search_path.sql leaves it unpinned).  p_fresh: no row was stored
+ * before; p_ver / p_old_ver: the incoming and the stored version (NULL:
+ * none); p_del / p_old_del: the incoming and the stored tombstone; p_same:
+ * the incoming status and state equal the stored ones.
+ */
+CREATE FUNCTION @extschema@._version_rule(p_fresh boolean, p_ver numeric, p_old_ver numeric,
+	p_del boolean, p_old_del boolean, p_same boolean) RETURNS text
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT CASE WHEN p_fresh THEN 'applied'
+				/* no version: only the content tells a duplicate */
+				WHEN p_ver IS NULL THEN CASE WHEN p_same THEN 'duplicate' ELSE 'applied' END
+				/* a tombstone is final for versioned objects */
+				WHEN p_old_del AND NOT p_del THEN 'stale'
+				WHEN p_old_ver IS NULL OR p_ver OPERATOR(pg_catalog.>) p_old_ver THEN 'applied'
+				WHEN p_ver OPERATOR(pg_catalog.<) p_old_ver THEN 'stale'
+				WHEN p_same THEN 'duplicate'
+				/* equal version, other content: never last-write-wins */
+				ELSE 'tie' END
+$$;
+COMMENT ON FUNCTION @extschema@._version_rule(boolean, numeric, numeric, boolean, boolean, boolean) IS
+	'The version rule of the mirror, for every path that saves an object (upsert_object(), the worker''s version walk, the save of fetched presents): applied, duplicate, stale or tie.';
+
 CREATE FUNCTION @extschema@._time_of(v jsonb) RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	SELECT CASE

@@ -10,7 +10,8 @@
 --     a SET clause cannot);
 --   * the small SQL helpers the planner inlines into set-based statements
 --     (a SET clause forbids inlining: _pattern_like, _scalar_text,
---     _version_of, _time_of, and _round_events, the events every statement
+--     _version_of, _version_rule (the version rule of every save),
+--     _time_of, and _round_events, the events every statement
 --     of a round reads; _classify_batch and _route_of, the classification
 --     and the route lookup inlined into intake's statements), _fenced, the
 --     fence check of every claim of a round, and _classify, run once per
@@ -36,7 +37,7 @@ BEGIN
 		   AND p.proconfig IS NULL
 		   AND NOT (p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_pattern_like', '_scalar_text', '_version_of',
 															'_time_of', '_classify', '_classify_batch', '_route_of',
-															'_fenced', '_round_events']::pg_catalog.name[]))
+															'_fenced', '_round_events', '_version_rule']::pg_catalog.name[]))
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
 	END LOOP;

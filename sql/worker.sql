@@ -388,13 +388,7 @@ BEGIN
 			SELECT NOT w.fresh AND w.del = e.del AND (e.st IS NULL OR e.st = w.st)
 				   AND (e.state IS NULL OR (w.state IS NOT NULL AND e.state = w.state)) AS same) q
 		 CROSS JOIN LATERAL (
-			SELECT CASE WHEN w.fresh THEN 'applied'
-						WHEN e.ver IS NULL THEN CASE WHEN q.same THEN 'duplicate' ELSE 'applied' END
-						WHEN w.del AND NOT e.del THEN 'stale'
-						WHEN w.ver IS NULL OR e.ver > w.ver THEN 'applied'
-						WHEN e.ver < w.ver THEN 'stale'
-						WHEN q.same THEN 'duplicate'
-						ELSE 'tie' END AS res) d),
+			SELECT webhook_inbox._version_rule(w.fresh, e.ver, w.ver, e.del, w.del, q.same) AS res) d),
 	last AS (
 		SELECT DISTINCT ON (w.claim_token) w.*
 		  FROM walk w
@@ -722,13 +716,8 @@ BEGIN
 	r AS (
 		SELECT d.*,
 			   CASE WHEN d.fenced THEN 'fenced'
-					WHEN d.fresh THEN 'applied'
-					WHEN d.ver IS NULL THEN CASE WHEN d.same THEN 'duplicate' ELSE 'applied' END
-					WHEN d.old_del AND NOT d.del THEN 'stale'
-					WHEN d.old_ver IS NULL OR d.ver > d.old_ver THEN 'applied'
-					WHEN d.ver < d.old_ver THEN 'stale'
-					WHEN d.same THEN 'duplicate'
-					ELSE 'tie' END AS res
+					ELSE webhook_inbox._version_rule(d.fresh, d.ver, d.old_ver, d.del, d.old_del, d.same)
+					END AS res
 		  FROM d),
 	upd AS (
 		UPDATE webhook_inbox.objects x
