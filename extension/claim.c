@@ -51,11 +51,11 @@ PG_FUNCTION_INFO_V1(wi_local_candidates);
  * full scan, scans start at the first claimable id that scan found.  Rows
  * below it that become claimable later (a slow intake committing, a retry
  * coming due, an expired claim) are found by the next full scan, at most a
- * second later.  Only the background worker uses this; a claim() from SQL
- * always scans in full, so its callers see every claimable row at once.
+ * second later.  Only the background worker's calls (_claim_worker(), and
+ * _local_candidates() with scan_floor) use this; a claim() from SQL always
+ * scans in full, so its callers see every claimable row at once.
  */
 #define SCAN_FLOOR_TTL_MS	1000
-bool		wi_claim_scan_floor = false;	/* only the background worker sets it */
 
 typedef struct ScanFloor
 {
@@ -65,13 +65,6 @@ typedef struct ScanFloor
 
 static ScanFloor claim_floor;	/* claim()'s scan */
 static ScanFloor local_floor;	/* _local_candidates()'s scan */
-
-/*
- * The background worker works the objects whose events need no provider
- * request through _work_local() first; its claim() then leaves their
- * pending events alone (only the worker sets this).
- */
-bool		wi_claim_skip_local = false;
 
 static SPIPlanPtr candidates_plan = NULL;
 static SPIPlanPtr candidates_nolocal_plan = NULL;
@@ -211,13 +204,13 @@ prepare_claim_plans(void)
  * context.
  */
 static int
-scan_candidates(SPIPlanPtr plan, ScanFloor *floor, int max_objects, int want,
+scan_candidates(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objects, int want,
 				Interval *fetch_delay, Candidate **out)
 {
 	int			page = want;
 	int			limit = max_objects * 32;
 	TimestampTz now = GetCurrentTimestamp();
-	bool		full = !wi_claim_scan_floor ||
+	bool		full = !use_floor ||
 		TimestampDifferenceExceeds(floor->at, now, SCAN_FLOOR_TTL_MS);
 	int64		after = full ? 0 : floor->id;
 	int64		first_id = 0;
@@ -311,12 +304,53 @@ claim_strategy(char **strategies, int n)
 }
 
 /*
- * claim(worker text, max_objects int, lease interval)
+ * Who claims, and so how: claim() from SQL scans in full and takes every
+ * due event; the background worker's _claim_worker() scans from its floor,
+ * and after its fast path (_work_local()) leaves the pending events of the
+ * local strategies to it.
+ */
+typedef enum ClaimMode
+{
+	CLAIM_SQL,
+	CLAIM_WORKER,
+	CLAIM_WORKER_AFTER_LOCAL
+} ClaimMode;
+
+static Datum claim_objects(FunctionCallInfo fcinfo, ClaimMode mode);
+
+PG_FUNCTION_INFO_V1(wi_claim_worker);
+
+/*
+ * claim(worker text, max_objects int, lease interval, fetch_delay interval)
  *	 returns table (claim_token, source, source_id, object_type, object_id,
  *					event_ids, strategy, expires_at, tenant)
  */
 Datum
 wi_claim(PG_FUNCTION_ARGS)
+{
+	return claim_objects(fcinfo, CLAIM_SQL);
+}
+
+/*
+ * _claim_worker(worker text, max_objects int, lease interval, after_local bool)
+ *	 returns the same table as claim(), for the background worker: its scan
+ *	 starts at its floor, and after_local leaves the pending events of the
+ *	 local strategies to _work_local(); fetch_delay is the setting's.
+ */
+Datum
+wi_claim_worker(PG_FUNCTION_ARGS)
+{
+	bool		after_local = !PG_ARGISNULL(3) && PG_GETARG_BOOL(3);
+
+	return claim_objects(fcinfo, after_local ? CLAIM_WORKER_AFTER_LOCAL : CLAIM_WORKER);
+}
+
+/*
+ * Both entry points: arguments 0-2 are worker, max_objects and lease;
+ * claim()'s argument 3 is its fetch_delay.
+ */
+static Datum
+claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *worker;
@@ -339,7 +373,7 @@ wi_claim(PG_FUNCTION_ARGS)
 	worker = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	max_objects = PG_GETARG_INT32(1);
 	lease = PG_GETARG_INTERVAL_P(2);
-	if (PG_NARGS() > 3 && !PG_ARGISNULL(3))
+	if (mode == CLAIM_SQL && PG_NARGS() > 3 && !PG_ARGISNULL(3))
 		fetch_delay = PG_GETARG_INTERVAL_P(3);
 	else
 	{
@@ -379,7 +413,8 @@ wi_claim(PG_FUNCTION_ARGS)
 	 * by concurrent claimers meanwhile (the lease step takes max_objects of
 	 * the free ones).
 	 */
-	ncands = scan_candidates(wi_claim_skip_local ? candidates_nolocal_plan : candidates_plan, &claim_floor,
+	ncands = scan_candidates(mode == CLAIM_WORKER_AFTER_LOCAL ? candidates_nolocal_plan : candidates_plan,
+							 &claim_floor, mode != CLAIM_SQL,
 							 max_objects, max_objects + max_objects / 4 + 1, fetch_delay, &cands);
 
 	if (ncands > 0)
@@ -534,19 +569,20 @@ wi_claim(PG_FUNCTION_ARGS)
 }
 
 /*
- * _local_candidates(max_objects int)
+ * _local_candidates(max_objects int, scan_floor bool)
  *	 returns table (source_id, tenant, object_type, object_id)
  *
  * The objects _work_local() may take, in order of their oldest due pending
  * event of a local strategy: up to twice max_objects, since some will be
- * held by claims.  The background worker's scans start at its floor, as
- * claim()'s do.
+ * held by claims.  With scan_floor (the background worker's) the scan starts
+ * at its floor, as _claim_worker()'s does.
  */
 Datum
 wi_local_candidates(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int32		max_objects = PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0);
+	bool		scan_floor = PG_NARGS() > 1 && !PG_ARGISNULL(1) && PG_GETARG_BOOL(1);
 	Interval   *unused = palloc0(sizeof(Interval));
 	Candidate  *cands;
 	int			ncands;
@@ -559,7 +595,8 @@ wi_local_candidates(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
-	ncands = scan_candidates(local_plan, &local_floor, max_objects, max_objects * 2, unused, &cands);
+	ncands = scan_candidates(local_plan, &local_floor, scan_floor, max_objects, max_objects * 2, unused,
+							 &cands);
 	for (int k = 0; k < ncands; k++)
 	{
 		Datum		values[4];

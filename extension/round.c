@@ -72,6 +72,7 @@ typedef struct Claim
 typedef struct Round
 {
 	const WiSteps *steps;
+	bool		after_local;	/* _work_local() has taken the local events */
 	Claim	   *claims;
 	int			nclaims;
 	/* local work: the claims one step covers */
@@ -173,7 +174,7 @@ fast_xact(void *arg)
 	Datum		v[1] = {Int32GetDatum(wi_local_batch_size)};
 
 	memset(lr, 0, sizeof(*lr));
-	wi_spi_exec("SELECT token, outcome, events FROM webhook_inbox._work_local($1)", 1, t, v, NULL,
+	wi_spi_exec("SELECT token, outcome, events FROM webhook_inbox._work_local($1, true)", 1, t, v, NULL,
 				SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
@@ -218,9 +219,9 @@ claim_xact(void *arg)
 {
 	Round	   *rd = (Round *) arg;
 	MemoryContext cxt = wi_step_cxt();
-	Oid			t[3] = {TEXTOID, INT4OID, TEXTOID};
-	Datum		v[3] = {CStringGetTextDatum(rd->steps->holder), Int32GetDatum(wi_batch_size),
-	CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms))};
+	Oid			t[4] = {TEXTOID, INT4OID, TEXTOID, BOOLOID};
+	Datum		v[4] = {CStringGetTextDatum(rd->steps->holder), Int32GetDatum(wi_batch_size),
+		CStringGetTextDatum(psprintf("%d milliseconds", wi_lease_ms)), BoolGetDatum(rd->after_local)};
 
 	/*
 	 * fetch_only: every event of the claim is one only the provider's
@@ -236,8 +237,8 @@ claim_xact(void *arg)
 				"  WHERE i.strategy IS DISTINCT FROM 'fetch' OR r.occurrence_kind IS NOT NULL), "
 				"c.tenant, (SELECT t.context FROM webhook_inbox.tenants t "
 				"  WHERE t.source_id = c.source_id AND t.tenant = c.tenant) "
-				"FROM webhook_inbox.claim($1, $2, $3::interval) c",
-				3, t, v, NULL, SPI_OK_SELECT);
+				"FROM webhook_inbox._claim_worker($1, $2, $3::interval, $4) c",
+				4, t, v, NULL, SPI_OK_SELECT);
 	rd->nclaims = (int) SPI_processed;
 	rd->claims = MemoryContextAllocZero(cxt, sizeof(Claim) * Max(rd->nclaims, 1));
 	for (int i = 0; i < rd->nclaims; i++)
@@ -817,8 +818,8 @@ wi_round_run(const WiSteps *steps)
 	memset(&rd, 0, sizeof(rd));
 	rd.steps = steps;
 	pgstat_report_activity(STATE_RUNNING, "claiming");
-	/* after a failed fast path, claim() takes its events too, one claim at a time if need be */
-	wi_claim_skip_local = fast_ok;
+	/* after a failed fast path, the claim takes its events too, one claim at a time if need be */
+	rd.after_local = fast_ok;
 	claims_full = false;
 	if (wi_step_run(steps, claim_xact, &rd) != NULL || rd.nclaims == 0)
 		return fast >= wi_local_batch_size;

@@ -23,10 +23,6 @@
 extern SPIPlanPtr wi_keep_plan(const char *sql, int nargs, Oid *types);
 extern SPIPlanPtr wi_keep_plan_opts(const char *sql, int nargs, Oid *types, int cursor_options);
 
-/* claim.c: the background worker starts candidate scans at a floor */
-extern bool wi_claim_scan_floor;
-extern bool wi_claim_skip_local;
-
 /* GUCs (guc.c) */
 extern char *wi_database;
 extern bool wi_enabled;

@@ -116,7 +116,6 @@ wi_worker_main(Datum main_arg)
 	 */
 	SetConfigOption("search_path", "pg_catalog, pg_temp", PGC_SUSET, PGC_S_OVERRIDE);
 
-	wi_claim_scan_floor = true;
 	steps.holder = MemoryContextStrdup(TopMemoryContext, psprintf("bgworker:%d", MyProcPid));
 	before_shmem_exit(worker_exit, (Datum) 0);
 	wi_set_worker_latch(MyLatch);

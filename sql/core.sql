@@ -836,6 +836,15 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.claim(text, integer, interval, interval) IS
 	'Claims up to max_objects objects with pending events, all of an object''s events in one claim, under a lease with a fresh fencing token. Fetch-strategy events wait fetch_delay (default webhook_inbox.fetch_delay) so a burst costs one fetch. An object is (source, tenant, object type, object id): tenant is the provider account it belongs to, empty for a source with one account.';
 
+CREATE FUNCTION @extschema@._claim_worker(worker text, max_objects integer, lease interval,
+	after_local boolean)
+RETURNS TABLE (claim_token bigint, source text, source_id integer, object_type text, object_id text,
+			   event_ids bigint[], strategy text, expires_at timestamptz, tenant text)
+AS 'MODULE_PATHNAME', 'wi_claim_worker'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@._claim_worker(text, integer, interval, boolean) IS
+	'claim() for the background worker: the same claims, its candidate scan started where its last full scan (within a second) found the first claimable event, fetch_delay the setting''s; after_local leaves the pending events of the local strategies to _work_local(), which took them first.';
+
 CREATE FUNCTION @extschema@._lease_for(p_token bigint) RETURNS webhook_inbox.object_leases
 LANGUAGE plpgsql AS $$
 DECLARE

@@ -511,14 +511,14 @@ $$;
 COMMENT ON FUNCTION @extschema@._work_round(bigint[]) IS
 	'The local work of all the claims of a round (_work_events() over every event still processing under a live claim), after the one fence check of each claim''s object; ends the claims left with nothing processing. Returns (claim token, outcome, events) rows; a claim taken over is one fenced row.';
 
-CREATE FUNCTION @extschema@._local_candidates(max_objects integer)
+CREATE FUNCTION @extschema@._local_candidates(max_objects integer, scan_floor boolean DEFAULT false)
 RETURNS TABLE (source_id integer, tenant text, object_type text, object_id text)
 AS 'MODULE_PATHNAME', 'wi_local_candidates'
 LANGUAGE C VOLATILE STRICT;
-COMMENT ON FUNCTION @extschema@._local_candidates(integer) IS
-	'The objects _work_local() may take: up to twice max_objects, in order of their oldest due pending event that needs no provider request.';
+COMMENT ON FUNCTION @extschema@._local_candidates(integer, boolean) IS
+	'The objects _work_local() may take: up to twice max_objects, in order of their oldest due pending event that needs no provider request. scan_floor (the background worker''s): the scan starts where its last full scan, within a second, found the first candidate.';
 
-CREATE FUNCTION @extschema@._work_local(p_max integer)
+CREATE FUNCTION @extschema@._work_local(p_max integer, p_scan_floor boolean DEFAULT false)
 RETURNS TABLE (token bigint, outcome text, events integer)
 LANGUAGE plpgsql AS $$
 DECLARE
@@ -552,7 +552,7 @@ BEGIN
 	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.tenant), '{}'),
 		   coalesce(array_agg(c.object_type), '{}'), coalesce(array_agg(c.object_id), '{}')
 	  INTO l_sid, l_ten, l_type, l_oid
-	  FROM (SELECT c.* FROM webhook_inbox._local_candidates(p_max) c
+	  FROM (SELECT c.* FROM webhook_inbox._local_candidates(p_max, p_scan_floor) c
 			 WHERE pg_try_advisory_xact_lock(hashtextextended(
 					'webhook_inbox/' || c.source_id || '/' || c.tenant || '/' || c.object_type || '/' || c.object_id, 0))
 			 LIMIT p_max) c;
@@ -607,8 +607,8 @@ BEGIN
 	SELECT e.tok, 'taken', count(*)::integer FROM unnest(ids, toks) AS e(id, tok) GROUP BY e.tok;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._work_local(integer) IS
-	'The background worker''s fast path: for up to p_max objects (of _local_candidates()) that no claim holds and whose advisory lock it gets, the pending events that need no provider request are taken and worked by _work_events() in this transaction, straight from pending to their outcome. Objects it cannot take are left to claim().';
+COMMENT ON FUNCTION @extschema@._work_local(integer, boolean) IS
+	'The background worker''s fast path: for up to p_max objects (of _local_candidates()) that no claim holds and whose advisory lock it gets, the pending events that need no provider request are taken and worked by _work_events() in this transaction, straight from pending to their outcome. Objects it cannot take are left to claim(). p_scan_floor (the background worker''s): its candidate scan starts at its floor (_local_candidates()).';
 
 CREATE FUNCTION @extschema@._work_claim(p_token bigint)
 RETURNS TABLE (outcome text, events integer)
