@@ -768,3 +768,13 @@ ALTER TABLE @extschema@.queue_owners DROP CONSTRAINT queue_owners_queue_check,
 		'flagged_tenant'));
 INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
 	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenants.reason)', true);
+
+-- Sources' signing secrets and api_token encrypted at rest under
+-- webhook_inbox.key_file (sql/core.sql).  The trigger needs its function to
+-- exist; its body is sql/core.sql's, which the rest of this script
+-- re-creates, and sql/seal_secrets.sql (re-run at the end) encrypts what
+-- 0.1.0 kept in clear when a key file is set.
+CREATE FUNCTION @extschema@._sources_seal() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER sources_seal BEFORE INSERT OR UPDATE OF id, signing_secrets, api_token
+	ON @extschema@.sources FOR EACH ROW EXECUTE FUNCTION @extschema@._sources_seal();
