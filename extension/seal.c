@@ -2,8 +2,9 @@
  * seal.c
  *		Encryption at rest of the secrets the database keeps for providers
  *		(a GitHub App's private key, installation and shop access tokens,
- *		refresh tokens): AES-256-GCM with OpenSSL's EVP interface, under a
- *		key read from the file webhook_inbox.key_file names.
+ *		refresh tokens, a source's signing secrets and api_token):
+ *		AES-256-GCM with OpenSSL's EVP interface, under a key read from the
+ *		file webhook_inbox.key_file names.
  *
  * The key never enters the database: a dump, a base backup or a stolen
  * table holds ciphertext only, and a restore elsewhere needs the key file
