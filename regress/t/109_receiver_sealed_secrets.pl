@@ -9,7 +9,9 @@
 #    rotation (rotate_secret, NOTIFY, reload) and a retirement are honoured;
 #  - the dump restored into a cluster without the key file cannot read the
 #    secrets (a clear error), with another key neither, and with the key
-#    file it can: its receiver verifies the same deliveries.
+#    file it can: its receiver verifies the same deliveries;
+#  - ALTER EXTENSION UPDATE of a 0.1.0 database (secrets in clear) with a
+#    key file set encrypts them, and its receiver verifies with them.
 use strict;
 use warnings;
 
@@ -154,6 +156,33 @@ $r = start_receiver($copy);
 ($id, $h, $body) = delivery($new);
 is(post($r, 'st', $h, $body)->{status}, 200, 'and the restored database\'s receiver verifies deliveries');
 is(inbox_count($copy, 'st', $id), 1, 'which it stores');
+is(stop_receiver($r), 0, 'clean exit');
+
+###########################################################################
+# The upgrade from 0.1.0 encrypts what 0.1.0 kept in clear
+###########################################################################
+
+my $old = PostgreSQL::Test::Cluster->new('from_0_1_0');
+$old->init;
+$old->start;
+$old->safe_psql('postgres', "CREATE EXTENSION webhook_inbox VERSION '0.1.0'");
+my $old_secret = 'whsec_OLDPLAIN_secret';
+$old->safe_psql('postgres', qq{
+	SELECT webhook_inbox.create_source('old', 'stripe', '$old_secret', api_token => 'sk_OLDPLAIN_token');
+	CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver});
+is($old->safe_psql('postgres', "SELECT signing_secrets[1] FROM webhook_inbox.sources WHERE name = 'old'"),
+	$old_secret, '0.1.0 keeps the secret in clear');
+set_key_file($old, $key);
+$old->safe_psql('postgres', 'ALTER EXTENSION webhook_inbox UPDATE');
+$stored = $old->safe_psql('postgres',
+	"SELECT array_to_string(signing_secrets, ',') || ' ' || api_token FROM webhook_inbox.sources WHERE name = 'old'");
+like($stored, qr/^wi-sealed:\S+ wi-sealed:\S+$/, 'the upgrade with a key file set sealed the secret and the token');
+unlike($stored, qr/PLAIN/, 'no plaintext is left');
+is($old->safe_psql('postgres', "SELECT coalesce(secrets_warning, 'none') FROM webhook_inbox.inbox_health"),
+	'none', 'inbox_health has no warning');
+$r = start_receiver($old);
+($id, $h, $body) = delivery($old_secret);
+is(post($r, 'old', $h, $body)->{status}, 200, 'the upgraded database\'s receiver verifies with the sealed secret');
 is(stop_receiver($r), 0, 'clean exit');
 
 done_testing();
