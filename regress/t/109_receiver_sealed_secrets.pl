@@ -17,6 +17,7 @@ use warnings;
 
 use lib 'receiver/t';
 use ReceiverTest;
+use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -142,6 +143,23 @@ like($err, qr/HINT:  Set webhook_inbox\.key_file to the key file of the database
 like($copy->safe_psql('postgres', 'SELECT secrets_warning FROM webhook_inbox.inbox_health'),
 	qr/^2 of 2 sources have encrypted secrets and webhook_inbox\.key_file is not set/, 'inbox_health says why');
 
+# a receiver started there is not ready, and its log says why; it loads the
+# sources by itself once the key file is set
+$copy->safe_psql('postgres', 'CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver');
+my $rdir = PostgreSQL::Test::Utils::tempdir('waiting_receiver');
+my $admin_port = PostgreSQL::Test::Cluster::get_free_port();
+my $waiting = { admin => "http://127.0.0.1:$admin_port" };
+my $harness = IPC::Run::start([ receiver_bin(), '--db', $copy->connstr('postgres') . ' user=rcv',
+		'--listen', '127.0.0.1:' . PostgreSQL::Test::Cluster::get_free_port(),
+		'--admin-listen', "127.0.0.1:$admin_port" ],
+	'<', \undef, '>', "$rdir/stdout", '2>', "$rdir/stderr");
+ok(poll_until(sub { slurp_file("$rdir/stderr") =~ /loading sources failed/ }, 'the receiver\'s first load'),
+	'the receiver tried to load its sources');
+like(slurp_file("$rdir/stderr"),
+	qr/loading sources failed: SQLSTATE F0000: secret for sources\(\d+\)\.signing_secrets is encrypted and webhook_inbox\.key_file is not set/,
+	'and logs the clear error');
+is(admin_get($waiting, '/readyz')->{status}, 503, 'it is not ready (/readyz 503)');
+
 set_key_file($copy, $other);
 ($ret, $out, $err) = $copy->psql('postgres', 'SELECT count(*) FROM webhook_inbox.receiver_sources()');
 like($err, qr/ERROR:  secret for sources\(\d+\)\.signing_secrets was encrypted under another key/,
@@ -149,9 +167,12 @@ like($err, qr/ERROR:  secret for sources\(\d+\)\.signing_secrets was encrypted u
 
 my $copied_key = key_file('restored.key', '00112233445566778899aabbccddeeff' x 2);
 set_key_file($copy, $copied_key);
+ok(poll_until(sub { admin_get($waiting, '/readyz')->{status} == 200 }, 'the receiver ready'),
+	'with the key file the waiting receiver loads its sources by itself');
+kill 'TERM', $harness->{KIDS}[0]{PID};
+$harness->finish;
 is($copy->safe_psql('postgres', "SELECT signing_secrets[1] FROM webhook_inbox.receiver_sources() WHERE name = 'st'"),
 	$new, 'with the key file the secrets read again');
-$copy->safe_psql('postgres', 'CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver');
 $r = start_receiver($copy);
 ($id, $h, $body) = delivery($new);
 is(post($r, 'st', $h, $body)->{status}, 200, 'and the restored database\'s receiver verifies deliveries');
