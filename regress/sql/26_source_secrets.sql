@@ -36,6 +36,11 @@ SELECT webhook_inbox._source_secrets(id, signing_secrets) AS what_the_receiver_g
 SELECT secrets_warning LIKE '% sources keep their signing secrets or api_token in clear: webhook_inbox.key_file is not set (set it, then call webhook_inbox.seal_secrets())' AS warns
   FROM webhook_inbox.inbox_health;
 SELECT wi_src_try($$SELECT webhook_inbox.seal_secrets()$$) AS seal_without_key;
+-- a reader sees the warning (never a secret)
+SET ROLE webhook_inbox_reader;
+SELECT secrets_warning IS NOT NULL AS reader_sees_warning FROM webhook_inbox.inbox_health;
+SELECT wi_src_try($$SELECT api_token FROM webhook_inbox.sources$$) AS reader_reads_no_token;
+RESET ROLE;
 -- the prefix of a sealed value is not a secret
 SELECT wi_src_try($$SELECT webhook_inbox.create_source('sec_bad', 'stripe', 'wi-sealed:AQ==')$$) AS sealed_looking_secret;
 SELECT wi_src_try($$SELECT webhook_inbox.create_source('sec_bad', 'stripe', 'whsec_x', api_token => 'wi-sealed:AQ==')$$) AS sealed_looking_token;
