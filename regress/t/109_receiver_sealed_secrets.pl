@@ -179,6 +179,15 @@ is(post($r, 'st', $h, $body)->{status}, 200, 'and the restored database\'s recei
 is(inbox_count($copy, 'st', $id), 1, 'which it stores');
 is(stop_receiver($r), 0, 'clean exit');
 
+# a fresh install does not read the key file: no source has a secret yet
+$copy->safe_psql('postgres', 'CREATE DATABASE fresh');
+($ret, $out, $err) = $copy->psql('fresh',
+	"SET webhook_inbox.key_file = '$keydir/missing.key'; CREATE EXTENSION webhook_inbox; SELECT 'installed'");
+is($out, 'installed', 'CREATE EXTENSION succeeds with a key file set but missing') or diag($err);
+($ret, $out, $err) = $copy->psql('fresh',
+	"SET webhook_inbox.key_file = '$keydir/missing.key'; SELECT webhook_inbox.create_source('f', 'stripe', 'whsec_f')");
+like($err, qr/could not open key file/, 'but the first secret stored with it fails, naming the file');
+
 ###########################################################################
 # The upgrade from 0.1.0 encrypts what 0.1.0 kept in clear
 ###########################################################################
@@ -193,6 +202,13 @@ $old->safe_psql('postgres', qq{
 	CREATE ROLE rcv LOGIN IN ROLE webhook_inbox_receiver});
 is($old->safe_psql('postgres', "SELECT signing_secrets[1] FROM webhook_inbox.sources WHERE name = 'old'"),
 	$old_secret, '0.1.0 keeps the secret in clear');
+# a key file that is set but missing fails the upgrade, which changes nothing
+set_key_file($old, "$keydir/missing.key");
+($ret, $out, $err) = $old->psql('postgres', 'ALTER EXTENSION webhook_inbox UPDATE');
+like($err, qr/ERROR:  could not open key file "\Q$keydir\E\/missing\.key": No such file or directory/,
+	'an upgrade with secrets to seal and a missing key file fails, naming the file');
+is($old->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'webhook_inbox'"),
+	'0.1.0', 'and leaves the database at 0.1.0');
 set_key_file($old, $key);
 $old->safe_psql('postgres', 'ALTER EXTENSION webhook_inbox UPDATE');
 $stored = $old->safe_psql('postgres',
