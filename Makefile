@@ -18,11 +18,12 @@ OBJS = $(EXT_SRCS:.c=.o)
 # The install script is assembled from one fragment per part of the schema.
 SQL_PARTS = sql/header.sql sql/core.sql $(sort $(wildcard sql/worker.sql)) \
 	$(sort $(wildcard sql/effects.sql)) sql/credentials.sql sql/presets.sql sql/ops.sql sql/grants.sql \
-	sql/search_path.sql
+	sql/seal_secrets.sql sql/search_path.sql
 # Fragments re-run whole at the end of every upgrade script too: each of
 # their statements must be idempotent (sql/search_path.sql pins search_path
-# on every function, including those the upgrade re-created).
-SQL_RERUN = sql/search_path.sql
+# on every function, including those the upgrade re-created;
+# sql/seal_secrets.sql encrypts secrets kept in clear when a key file is set).
+SQL_RERUN = sql/seal_secrets.sql sql/search_path.sql
 # Each sql/upgrade/FROM--$(EXT_VERSION).sql (hand-written DDL) becomes the
 # upgrade script sql/$(EXTENSION)--FROM--$(EXT_VERSION).sql: that DDL, then
 # every function, view, comment and grant of the fragments re-created.

@@ -76,7 +76,7 @@ wi_guc_init(bool preloading)
 							NULL, &wi_http_timeout_ms, 10000, 100, 600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS, NULL, NULL, NULL);
 	DefineCustomStringVariable("webhook_inbox.key_file",
-							   "File holding the 256-bit key that encrypts tenants' credentials at rest (32 bytes, or 64 hexadecimal digits).",
+							   "File holding the 256-bit key that encrypts tenants' credentials and sources' secrets at rest (32 bytes, or 64 hexadecimal digits).",
 							   "Kept outside the database, readable by the server's user only: a dump or a copied table holds ciphertext only.",
 							   &wi_key_file, "",
 							   PGC_SUSET, 0, NULL, NULL, NULL);

@@ -2,8 +2,9 @@
  * seal.c
  *		Encryption at rest of the secrets the database keeps for providers
  *		(a GitHub App's private key, installation and shop access tokens,
- *		refresh tokens): AES-256-GCM with OpenSSL's EVP interface, under a
- *		key read from the file webhook_inbox.key_file names.
+ *		refresh tokens, a source's signing secrets and api_token):
+ *		AES-256-GCM with OpenSSL's EVP interface, under a key read from the
+ *		file webhook_inbox.key_file names.
  *
  * The key never enters the database: a dump, a base backup or a stolen
  * table holds ciphertext only, and a restore elsewhere needs the key file
@@ -21,6 +22,11 @@
  * part of the key.  The additional authenticated data is the context the
  * caller names (source, tenant and field), so a sealed value copied into
  * another row or column does not authenticate there.
+ *
+ * Text columns that were plaintext before (a source's signing secrets and
+ * api_token) keep their type: a sealed value there is SEAL_TEXT_PREFIX and
+ * the sealed bytes in base64, and a value without the prefix is plaintext,
+ * as a database without a key file keeps it.
  */
 #include "postgres.h"
 
@@ -31,6 +37,7 @@
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 
+#include "common/base64.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
 
@@ -345,4 +352,159 @@ wi_key_id_sql(PG_FUNCTION_ARGS)
 	id = key_id_hex(k.id);
 	explicit_bzero(&k, sizeof(k));
 	PG_RETURN_TEXT_P(cstring_to_text(id));
+}
+
+
+/*
+ * Sealed values in text columns: SEAL_TEXT_PREFIX | base64(sealed bytes).
+ */
+#define SEAL_TEXT_PREFIX "wi-sealed:"
+#define SEAL_TEXT_PREFIX_LEN (sizeof(SEAL_TEXT_PREFIX) - 1)
+
+static bool
+key_configured(void)
+{
+	return wi_key_file != NULL && wi_key_file[0] != '\0';
+}
+
+static bool
+text_is_sealed(const char *v, size_t len)
+{
+	return len >= SEAL_TEXT_PREFIX_LEN && memcmp(v, SEAL_TEXT_PREFIX, SEAL_TEXT_PREFIX_LEN) == 0;
+}
+
+/* The sealed bytes of a sealed text value, or an error naming context. */
+static bytea *
+text_sealed_bytes(const char *v, size_t len, const char *context)
+{
+	const char *b64 = v + SEAL_TEXT_PREFIX_LEN;
+	int			b64len = (int) (len - SEAL_TEXT_PREFIX_LEN);
+	int			maxlen = pg_b64_dec_len(b64len);
+	bytea	   *out = palloc(VARHDRSZ + maxlen);
+	int			n;
+
+	n = pg_b64_decode(b64, b64len, VARDATA(out), maxlen);
+	if (n < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("secret for %s is not an encrypted value", context),
+				 errdetail("It starts with \"%s\" but the rest is not base64.", SEAL_TEXT_PREFIX)));
+	SET_VARSIZE(out, VARHDRSZ + n);
+	return out;
+}
+
+static text *
+unseal_text(text *value, const char *context, const char *key_file)
+{
+	const char *v = VARDATA_ANY(value);
+	size_t		len = VARSIZE_ANY_EXHDR(value);
+	bytea	   *sealed;
+
+	if (!text_is_sealed(v, len))
+		return value;
+	sealed = text_sealed_bytes(v, len, context);
+	if (key_file == NULL || key_file[0] == '\0')
+	{
+		const unsigned char *p = (const unsigned char *) VARDATA(sealed);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIG_FILE_ERROR),
+				 errmsg("secret for %s is encrypted and webhook_inbox.key_file is not set", context),
+				 VARSIZE(sealed) - VARHDRSZ >= 1 + SEAL_KEYID_LEN ?
+				 errdetail("It was encrypted under key id %s, with a key kept in a file outside the database.",
+						   key_id_hex(p + 1)) : 0,
+				 errhint("Set webhook_inbox.key_file to the key file of the database the secrets were encrypted in (a restore needs the key file as well as the dump).")));
+	}
+	return cstring_to_text(wi_unseal_with(sealed, context, key_file));
+}
+
+PG_FUNCTION_INFO_V1(wi_seal_text_sql);
+PG_FUNCTION_INFO_V1(wi_unseal_text_sql);
+PG_FUNCTION_INFO_V1(wi_unseal_text_with_sql);
+PG_FUNCTION_INFO_V1(wi_text_key_id_sql);
+PG_FUNCTION_INFO_V1(wi_key_configured_sql);
+
+/*
+ * _seal_text(value text, context text) → text: value sealed under the key
+ * of webhook_inbox.key_file; unchanged when it is sealed already, empty
+ * (so that CHECK constraints still see it), or no key file is set.
+ */
+Datum
+wi_seal_text_sql(PG_FUNCTION_ARGS)
+{
+	text	   *value = PG_GETARG_TEXT_PP(0);
+	const char *v = VARDATA_ANY(value);
+	size_t		len = VARSIZE_ANY_EXHDR(value);
+	char	   *context;
+	bytea	   *sealed;
+	int			slen;
+	int			maxlen;
+	text	   *out;
+	int			n;
+
+	if (len == 0 || text_is_sealed(v, len) || !key_configured())
+		PG_RETURN_TEXT_P(value);
+	context = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	sealed = wi_seal(v, len, context);
+	slen = (int) (VARSIZE(sealed) - VARHDRSZ);
+	maxlen = pg_b64_enc_len(slen);
+	out = palloc(VARHDRSZ + SEAL_TEXT_PREFIX_LEN + maxlen);
+	memcpy(VARDATA(out), SEAL_TEXT_PREFIX, SEAL_TEXT_PREFIX_LEN);
+	n = pg_b64_encode(VARDATA(sealed), slen, VARDATA(out) + SEAL_TEXT_PREFIX_LEN, maxlen);
+	if (n < 0)
+		elog(ERROR, "webhook_inbox: base64 encoding failed");
+	SET_VARSIZE(out, VARHDRSZ + SEAL_TEXT_PREFIX_LEN + n);
+	PG_RETURN_TEXT_P(out);
+}
+
+/*
+ * _unseal_text(value text, context text) → text: the plaintext of a value
+ * _seal_text() sealed, under the key of webhook_inbox.key_file; a value
+ * that is not sealed is returned as it is.
+ */
+Datum
+wi_unseal_text_sql(PG_FUNCTION_ARGS)
+{
+	text	   *value = PG_GETARG_TEXT_PP(0);
+	char	   *context = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	PG_RETURN_TEXT_P(unseal_text(value, context, wi_key_file));
+}
+
+/* _unseal_text_with(value text, context text, key_file text) → text */
+Datum
+wi_unseal_text_with_sql(PG_FUNCTION_ARGS)
+{
+	text	   *value = PG_GETARG_TEXT_PP(0);
+	char	   *context = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *key_file = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+	PG_RETURN_TEXT_P(unseal_text(value, context, key_file));
+}
+
+/*
+ * _text_key_id(value text) → the key id (hex) a sealed text value was
+ * encrypted under; NULL for plaintext.
+ */
+Datum
+wi_text_key_id_sql(PG_FUNCTION_ARGS)
+{
+	text	   *value = PG_GETARG_TEXT_PP(0);
+	const char *v = VARDATA_ANY(value);
+	size_t		len = VARSIZE_ANY_EXHDR(value);
+	bytea	   *sealed;
+
+	if (!text_is_sealed(v, len))
+		PG_RETURN_NULL();
+	sealed = text_sealed_bytes(v, len, "a sealed value");
+	if (VARSIZE(sealed) - VARHDRSZ < 1 + SEAL_KEYID_LEN)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(key_id_hex((const unsigned char *) VARDATA(sealed) + 1)));
+}
+
+/* _key_configured() → whether webhook_inbox.key_file names a file */
+Datum
+wi_key_configured_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(key_configured());
 }

@@ -47,6 +47,96 @@ COMMENT ON COLUMN @extschema@.sources.replay_window IS
 COMMENT ON COLUMN @extschema@.sources.flagged IS
 	'Set by the worker when the provider refused our credentials (401/403).';
 
+/*
+ * A source's signing secrets and api_token at rest: while
+ * webhook_inbox.key_file names a key, each is stored sealed (AES-256-GCM,
+ * extension/seal.c) as "wi-sealed:" and base64, bound to its row and
+ * column, so a dump or a copied table holds ciphertext only.  The trigger
+ * below seals whatever is written, by create_source(), rotate_secret(), an
+ * UPDATE or a restore; receiver_sources() and _worker_source() unseal.
+ * Without a key file the values stay in clear, as before, and inbox_health
+ * says so.
+ */
+CREATE FUNCTION @extschema@._seal_text(value text, context text) RETURNS text
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'wi_seal_text_sql';
+COMMENT ON FUNCTION @extschema@._seal_text(text, text) IS
+	'A text secret sealed under the key of webhook_inbox.key_file for context ("wi-sealed:" and base64); returned unchanged when it is sealed already, empty, or no key file is set.';
+
+CREATE FUNCTION @extschema@._unseal_text(value text, context text) RETURNS text
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'wi_unseal_text_sql';
+COMMENT ON FUNCTION @extschema@._unseal_text(text, text) IS
+	'The plaintext of what _seal_text() sealed for context; a value in clear is returned as it is. Raises when the value is sealed and webhook_inbox.key_file is not set, names another key, or the value does not authenticate.';
+
+CREATE FUNCTION @extschema@._unseal_text_with(value text, context text, key_file text) RETURNS text
+LANGUAGE c STRICT
+AS 'MODULE_PATHNAME', 'wi_unseal_text_with_sql';
+COMMENT ON FUNCTION @extschema@._unseal_text_with(text, text, text) IS
+	'_unseal_text() under the key of key_file instead of webhook_inbox.key_file (re-encryption under a new key).';
+
+CREATE FUNCTION @extschema@._text_key_id(value text) RETURNS text
+LANGUAGE c STRICT IMMUTABLE
+AS 'MODULE_PATHNAME', 'wi_text_key_id_sql';
+COMMENT ON FUNCTION @extschema@._text_key_id(text) IS
+	'The key id (16 hex digits) a value sealed by _seal_text() was encrypted under; NULL for a value in clear.';
+
+CREATE FUNCTION @extschema@._key_configured() RETURNS boolean
+LANGUAGE c STABLE
+AS 'MODULE_PATHNAME', 'wi_key_configured_sql';
+COMMENT ON FUNCTION @extschema@._key_configured() IS
+	'Whether webhook_inbox.key_file names a key file (it is read only when a secret is sealed or unsealed).';
+
+CREATE FUNCTION @extschema@._source_context(p_source_id integer, p_column text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT pg_catalog.format('sources(%s).%s', p_source_id, p_column)
+$$;
+COMMENT ON FUNCTION @extschema@._source_context(integer, text) IS
+	'The context a source''s secret is sealed for: its row and column, so that a value copied to another source does not decrypt.';
+
+CREATE FUNCTION @extschema@._source_secrets(p_source_id integer, p_secrets text[]) RETURNS text[]
+LANGUAGE sql STABLE AS $$
+	SELECT pg_catalog.array_agg(webhook_inbox._unseal_text(u.x,
+				webhook_inbox._source_context(p_source_id, 'signing_secrets')) ORDER BY u.o)
+	  FROM pg_catalog.unnest(p_secrets) WITH ORDINALITY AS u(x, o)
+$$;
+COMMENT ON FUNCTION @extschema@._source_secrets(integer, text[]) IS
+	'A source''s signing secrets in clear, in their order (those stored sealed unsealed under webhook_inbox.key_file).';
+
+CREATE FUNCTION @extschema@._source_in_clear(p_secrets text[], p_api_token text) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+	SELECT EXISTS (SELECT 1 FROM pg_catalog.unnest(p_secrets) x
+					WHERE x <> '' AND webhook_inbox._text_key_id(x) IS NULL)
+		OR (p_api_token <> '' AND webhook_inbox._text_key_id(p_api_token) IS NULL)
+$$;
+COMMENT ON FUNCTION @extschema@._source_in_clear(text[], text) IS
+	'Whether a source keeps a signing secret or its api_token in clear.';
+
+CREATE FUNCTION @extschema@._sources_seal() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF NOT webhook_inbox._key_configured() THEN
+		RETURN NEW;
+	END IF;
+	IF TG_OP = 'UPDATE' AND NEW.id <> OLD.id THEN
+		/* sealed for the old row: unsealed, to be sealed for the new one */
+		NEW.signing_secrets := webhook_inbox._source_secrets(OLD.id, NEW.signing_secrets);
+		NEW.api_token := webhook_inbox._unseal_text(NEW.api_token, webhook_inbox._source_context(OLD.id, 'api_token'));
+	END IF;
+	IF NEW.signing_secrets IS NOT NULL THEN
+		NEW.signing_secrets := ARRAY(
+			SELECT webhook_inbox._seal_text(u.x, webhook_inbox._source_context(NEW.id, 'signing_secrets'))
+			  FROM pg_catalog.unnest(NEW.signing_secrets) WITH ORDINALITY AS u(x, o) ORDER BY u.o);
+	END IF;
+	NEW.api_token := webhook_inbox._seal_text(NEW.api_token, webhook_inbox._source_context(NEW.id, 'api_token'));
+	RETURN NEW;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._sources_seal() IS
+	'While webhook_inbox.key_file is set, seals every signing secret and api_token written to sources in clear, so none is stored in clear.';
+CREATE TRIGGER sources_seal BEFORE INSERT OR UPDATE OF id, signing_secrets, api_token
+	ON @extschema@.sources FOR EACH ROW EXECUTE FUNCTION @extschema@._sources_seal();
+
 ---------------------------------------------------------------------------
 -- Routes: classification of events
 ---------------------------------------------------------------------------
@@ -353,6 +443,12 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'Copy the endpoint''s signing secret from the provider''s dashboard.';
 	END IF;
+	IF starts_with(secret, 'wi-sealed:') THEN
+		RAISE EXCEPTION 'signing secret must not start with "wi-sealed:"'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'That prefix marks a secret encrypted at rest under webhook_inbox.key_file.',
+				  HINT = 'Give the secret in clear; it is encrypted when stored.';
+	END IF;
 	IF kind = 'standard' AND secret !~ '^(whsec_)?[A-Za-z0-9+/]+={0,2}$' THEN
 		RAISE EXCEPTION 'standard webhooks secret must be base64, optionally prefixed with whsec_'
 			USING ERRCODE = 'invalid_parameter_value';
@@ -396,6 +492,12 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value',
 				  HINT = 'For example: settings => ''{"header": "X-Signature", "prefix": "sha256=", "encoding": "hex"}''.';
 	END IF;
+	IF starts_with(api_token, 'wi-sealed:') THEN
+		RAISE EXCEPTION 'api_token must not start with "wi-sealed:"'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'That prefix marks a secret encrypted at rest under webhook_inbox.key_file.',
+				  HINT = 'Give the token in clear; it is encrypted when stored.';
+	END IF;
 	IF EXISTS (SELECT 1 FROM webhook_inbox.sources s WHERE s.name = create_source.name) THEN
 		RAISE EXCEPTION 'source "%" already exists', name
 			USING ERRCODE = 'duplicate_object',
@@ -434,10 +536,11 @@ DECLARE
 BEGIN
 	s := webhook_inbox._source_for_update(name);
 	PERFORM webhook_inbox._check_secret(s.kind, new_secret);
-	IF new_secret = ANY (s.signing_secrets) THEN
+	IF new_secret = ANY (webhook_inbox._source_secrets(s.id, s.signing_secrets)) THEN
 		RAISE EXCEPTION 'source "%" already has this secret', name
 			USING ERRCODE = 'duplicate_object';
 	END IF;
+	/* sealed by the trigger sources_seal while a key file is set */
 	UPDATE webhook_inbox.sources SET signing_secrets = signing_secrets || new_secret, updated_at = now()
 	 WHERE id = s.id;
 	RETURN cardinality(s.signing_secrets) + 1;
@@ -450,9 +553,11 @@ CREATE FUNCTION @extschema@.retire_secret(name text, old_secret text) RETURNS in
 LANGUAGE plpgsql AS $$
 DECLARE
 	s webhook_inbox.sources;
+	plain text[];
 BEGIN
 	s := webhook_inbox._source_for_update(name);
-	IF old_secret IS NULL OR NOT old_secret = ANY (s.signing_secrets) THEN
+	plain := webhook_inbox._source_secrets(s.id, s.signing_secrets);
+	IF old_secret IS NULL OR NOT old_secret = ANY (plain) THEN
 		RAISE EXCEPTION 'source "%" has no such secret', name
 			USING ERRCODE = 'undefined_object';
 	END IF;
@@ -461,7 +566,10 @@ BEGIN
 			USING ERRCODE = 'object_not_in_prerequisite_state',
 				  HINT = 'Add the new secret with rotate_secret() first.';
 	END IF;
-	UPDATE webhook_inbox.sources SET signing_secrets = array_remove(signing_secrets, old_secret),
+	/* by position: a sealed secret is compared in clear */
+	UPDATE webhook_inbox.sources
+	   SET signing_secrets = ARRAY(SELECT u.x FROM unnest(s.signing_secrets, plain) WITH ORDINALITY AS u(x, p, o)
+								WHERE u.p <> old_secret ORDER BY u.o),
 		   updated_at = now()
 	 WHERE id = s.id;
 	RETURN cardinality(s.signing_secrets) - 1;
@@ -470,16 +578,89 @@ $$;
 COMMENT ON FUNCTION @extschema@.retire_secret(text, text) IS
 	'Removes a signing secret (never the last one). Returns the number of current secrets.';
 
+CREATE FUNCTION @extschema@.seal_secrets() RETURNS integer
+LANGUAGE plpgsql AS $$
+	/*
+	 * Encrypts, under the key of webhook_inbox.key_file, every signing
+	 * secret and api_token stored in clear (those of a database that had no
+	 * key file, or of 0.1.0: the upgrade calls this when a key file is set).
+	 */
+DECLARE
+	n integer;
+BEGIN
+	IF NOT webhook_inbox._key_configured() THEN
+		RAISE EXCEPTION 'webhook_inbox.key_file is not set'
+			USING ERRCODE = 'config_file_error',
+				  DETAIL = 'Sources'' secrets are encrypted at rest under a key kept in a file outside the database.',
+				  HINT = 'Create a file holding 64 hexadecimal digits (for example: openssl rand -hex 32 > FILE; chmod 600 FILE), set webhook_inbox.key_file to its path, then call seal_secrets() again.';
+	END IF;
+	/* the key file is readable and holds a key, even when nothing is in clear */
+	PERFORM webhook_inbox._key_id(pg_catalog.current_setting('webhook_inbox.key_file'));
+	/* the trigger sources_seal seals what is written back */
+	UPDATE webhook_inbox.sources s SET signing_secrets = s.signing_secrets, api_token = s.api_token
+	 WHERE webhook_inbox._source_in_clear(s.signing_secrets, s.api_token);
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.seal_secrets() IS
+	'Encrypts every source''s signing secrets and api_token still in clear under the key of webhook_inbox.key_file; returns the sources changed. The upgrade calls it when a key file is set; afterwards the trigger sources_seal keeps every new secret sealed.';
+
+CREATE FUNCTION @extschema@.reencrypt_source_secrets(old_key_file text) RETURNS integer
+LANGUAGE plpgsql AS $$
+	/*
+	 * After webhook_inbox.key_file was pointed at a new key: every source
+	 * secret sealed under another key is decrypted with old_key_file's and
+	 * written back in clear, for the trigger sources_seal to seal it under
+	 * the current one, in this transaction (rows locked).
+	 */
+DECLARE
+	cur text := webhook_inbox._key_id(pg_catalog.current_setting('webhook_inbox.key_file'));
+	n integer := 0;
+	r record;
+BEGIN
+	IF old_key_file IS NULL OR old_key_file = '' THEN
+		RAISE EXCEPTION 'the old key file must be named' USING ERRCODE = 'invalid_parameter_value',
+			HINT = 'Give the file the secrets were encrypted with before webhook_inbox.key_file changed.';
+	END IF;
+	FOR r IN SELECT s.id, s.signing_secrets, s.api_token FROM webhook_inbox.sources s
+			  WHERE EXISTS (SELECT 1 FROM unnest(s.signing_secrets) x WHERE webhook_inbox._text_key_id(x) <> cur)
+				 OR webhook_inbox._text_key_id(s.api_token) <> cur
+			  ORDER BY s.id
+			  FOR UPDATE
+	LOOP
+		UPDATE webhook_inbox.sources s
+		   SET signing_secrets = ARRAY(
+				SELECT CASE WHEN webhook_inbox._text_key_id(u.x) <> cur
+							THEN webhook_inbox._unseal_text_with(u.x,
+									webhook_inbox._source_context(r.id, 'signing_secrets'), old_key_file)
+							ELSE u.x END
+				  FROM unnest(r.signing_secrets) WITH ORDINALITY AS u(x, o) ORDER BY u.o),
+			   api_token = CASE WHEN webhook_inbox._text_key_id(r.api_token) <> cur
+								THEN webhook_inbox._unseal_text_with(r.api_token,
+										webhook_inbox._source_context(r.id, 'api_token'), old_key_file)
+								ELSE r.api_token END,
+			   updated_at = now()
+		 WHERE s.id = r.id;
+		n := n + 1;
+	END LOOP;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.reencrypt_source_secrets(text) IS
+	'Re-encrypts, under the key of webhook_inbox.key_file, every source''s signing secret and api_token sealed under the key of old_key_file; returns the sources changed. Rotate the key: write a new key file, point webhook_inbox.key_file at it, call this and reencrypt_credentials() with the old file, then remove the old file.';
+
 /*
  * All the receiver's role can read: what verifying a delivery needs, of
  * enabled sources only.  Their current signing secrets (several during a
- * rotation) and, of the settings, only the keys of the hmac scheme; never
- * api_token, the rest of settings, disabled sources or retired secrets.
+ * rotation, in clear: unsealed under webhook_inbox.key_file) and, of the
+ * settings, only the keys of the hmac scheme; never api_token, the rest of
+ * settings, disabled sources or retired secrets.
  */
 CREATE FUNCTION @extschema@.receiver_sources()
 RETURNS TABLE (name text, kind text, signing_secrets text[], tolerance_seconds integer, settings jsonb)
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-	SELECT s.name, s.kind, s.signing_secrets, extract(epoch FROM s.tolerance)::integer,
+	SELECT s.name, s.kind, webhook_inbox._source_secrets(s.id, s.signing_secrets), extract(epoch FROM s.tolerance)::integer,
 		   coalesce((SELECT jsonb_object_agg(e.key, e.value) FROM jsonb_each(s.settings) e
 					  WHERE e.key IN ('header', 'prefix', 'encoding', 'timestamp_header', 'template', 'id_header')),
 					'{}'::jsonb)
@@ -1601,6 +1782,35 @@ $$;
 COMMENT ON FUNCTION @extschema@._synchronous_standby() IS
 	'inbox_health''s synchronous_standby (the standbys confirming commits now) and ha_warning (with webhook_inbox.require_synchronous_standby on: why this primary acknowledges without a synchronous standby, or why its commits wait).';
 
+/*
+ * Whether sources' secrets are at rest as they should be: in clear without
+ * a key file (a warning, not an error: a database without one works as
+ * before), in clear although a key file is set (seal_secrets() was not
+ * called), or sealed while no key file is set (a restore without its key).
+ */
+CREATE FUNCTION @extschema@._secrets_warning() RETURNS text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	SELECT CASE
+		WHEN c.clear > 0 AND NOT webhook_inbox._key_configured()
+			THEN format('%s of %s sources keep their signing secrets or api_token in clear: webhook_inbox.key_file is not set (set it, then call webhook_inbox.seal_secrets())',
+						c.clear, c.total)
+		WHEN c.clear > 0
+			THEN format('%s of %s sources keep their signing secrets or api_token in clear although webhook_inbox.key_file is set: call webhook_inbox.seal_secrets()',
+						c.clear, c.total)
+		WHEN c.sealed > 0 AND NOT webhook_inbox._key_configured()
+			THEN format('%s of %s sources have encrypted secrets and webhook_inbox.key_file is not set: the receiver and the worker cannot read them',
+						c.sealed, c.total)
+		END
+	  FROM (SELECT count(*) AS total,
+				   count(*) FILTER (WHERE webhook_inbox._source_in_clear(s.signing_secrets, s.api_token)) AS clear,
+				   count(*) FILTER (WHERE EXISTS (SELECT 1 FROM unnest(s.signing_secrets) x
+												   WHERE webhook_inbox._text_key_id(x) IS NOT NULL)
+									   OR webhook_inbox._text_key_id(s.api_token) IS NOT NULL) AS sealed
+			  FROM webhook_inbox.sources s) c
+$$;
+COMMENT ON FUNCTION @extschema@._secrets_warning() IS
+	'inbox_health''s secrets_warning: sources whose signing secrets or api_token are stored in clear (no key file, or seal_secrets() not called), or encrypted while webhook_inbox.key_file is not set; NULL when all is as it should be.';
+
 CREATE VIEW @extschema@.inbox_health AS
 SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
 	   coalesce(now() - min(received_at) FILTER (WHERE status = 'pending'), '0 seconds') AS oldest_pending_age,
@@ -1611,9 +1821,10 @@ SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
 			SELECT coalesce(split_part(reason, ':', 1), 'unknown') AS r, count(*) AS c
 			  FROM webhook_inbox.inbox WHERE status = 'quarantined' GROUP BY 1) q), '{}') AS quarantined_by_reason,
 	   (SELECT h.synchronous_standby FROM webhook_inbox._synchronous_standby() h) AS synchronous_standby,
-	   (SELECT h.ha_warning FROM webhook_inbox._synchronous_standby() h) AS ha_warning
+	   (SELECT h.ha_warning FROM webhook_inbox._synchronous_standby() h) AS ha_warning,
+	   webhook_inbox._secrets_warning() AS secrets_warning
   FROM webhook_inbox.inbox
  WHERE status IN ('pending', 'processing', 'retry', 'quarantined');
 COMMENT ON VIEW @extschema@.inbox_health IS
-	'What to alert on: pending count, oldest pending age, retrying, quarantined by reason, the synchronous standbys confirming commits, and (with webhook_inbox.require_synchronous_standby on) why this primary acknowledges without one.';
+	'What to alert on: pending count, oldest pending age, retrying, quarantined by reason, the synchronous standbys confirming commits, and (with webhook_inbox.require_synchronous_standby on) why this primary acknowledges without one; secrets_warning: sources'' secrets stored in clear (no webhook_inbox.key_file, or seal_secrets() not called) or encrypted without the key file.';
 

@@ -544,7 +544,9 @@ BEGIN
 		   reason = 'the worker stopped while submitting', updated_at = now()
 	 WHERE x.kind = 'http' AND x.status = 'submitting' AND x.lease_expires_at < now();
 
-	FOR e IN SELECT x.*, s.kind AS source_kind, s.api_base, s.api_token, s.settings
+	FOR e IN SELECT x.*, s.kind AS source_kind, s.api_base,
+					webhook_inbox._unseal_text(s.api_token, webhook_inbox._source_context(s.id, 'api_token')) AS api_token,
+					s.settings
 			   FROM webhook_inbox.effects x JOIN webhook_inbox.sources s ON s.id = x.source_id
 			  WHERE x.kind = 'http' AND x.status IN ('pending', 'uncertain') AND x.next_attempt_at <= now()
 				AND (x.lease_expires_at IS NULL OR x.lease_expires_at < now())	/* no lookup in flight */

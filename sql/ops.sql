@@ -1005,6 +1005,7 @@ GRANT EXECUTE ON FUNCTION @extschema@._outbound_paused() TO webhook_inbox_reader
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats(), @extschema@._queue_owner(text, text, text)
 	TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@._synchronous_standby() TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@._secrets_warning() TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean,
 	text, text[], integer, boolean) TO webhook_inbox_operator;
 GRANT EXECUTE ON FUNCTION @extschema@.resolve_effect(bigint, text, text)

@@ -1056,7 +1056,8 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
 	OUT types text, OUT repo text, OUT api_version text, OUT api text, OUT stripe_version text)
 LANGUAGE sql STABLE AS $$
-	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'), s.api_token,
+	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'),
+		   webhook_inbox._unseal_text(s.api_token, webhook_inbox._source_context(s.id, 'api_token')),
 		   s.settings ->> 'fetch_url', s.settings ->> 'list_url', s.settings ->> 'auth_header',
 		   s.settings ->> 'auth_format', s.settings ->> 'unwrap_path', s.settings ->> 'items_path',
 		   s.settings ->> 'status_path', s.settings ->> 'version_path',
@@ -1067,7 +1068,7 @@ LANGUAGE sql STABLE AS $$
 	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
 $$;
 COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
-	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON). stripe_version: the Stripe-Version every request of a stripe source pins (settings stripe_version; default the version stripe-node 23 pins), so that fetched objects have the shape the routes and typed views expect whatever an account''s default version is.';
+	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON); api_token in clear (unsealed under webhook_inbox.key_file). stripe_version: the Stripe-Version every request of a stripe source pins (settings stripe_version; default the version stripe-node 23 pins), so that fetched objects have the shape the routes and typed views expect whatever an account''s default version is.';
 
 /*
  * Shopify's GraphQL Admin API and its webhooks name the same objects

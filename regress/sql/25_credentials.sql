@@ -149,7 +149,7 @@ SET webhook_inbox.key_file = 'wi_regress_missing.key';
 SELECT wi_cred_try($$SELECT webhook_inbox._seal('x', 'c')$$) AS missing;
 SET webhook_inbox.key_file = 'wi_regress_short.key';
 SELECT wi_cred_try($$SELECT webhook_inbox._seal('x', 'c')$$) AS short;
-COPY (SELECT 1) TO PROGRAM 'umask 077 && printf %s 0123456789abcdef0123456789abcdef > wi_regress_hex128.key';
+COPY (SELECT 1) TO PROGRAM 'umask 077 && cat > /dev/null && printf %s 0123456789abcdef0123456789abcdef > wi_regress_hex128.key';
 SET webhook_inbox.key_file = 'wi_regress_hex128.key';
 SELECT wi_cred_try($$SELECT webhook_inbox._seal('x', 'c')$$) AS hex_128_bits;
 SET webhook_inbox.key_file = 'wi_regress_nothex.key';

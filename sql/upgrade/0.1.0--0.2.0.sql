@@ -793,3 +793,13 @@ SELECT c.system_identifier, d.oid, d.datname, 'ALTER EXTENSION UPDATE'
  WHERE d.datname = pg_catalog.current_database();
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
 REVOKE ALL ON @extschema@.installation FROM PUBLIC;
+
+-- Sources' signing secrets and api_token encrypted at rest under
+-- webhook_inbox.key_file (sql/core.sql).  The trigger needs its function to
+-- exist; its body is sql/core.sql's, which the rest of this script
+-- re-creates, and sql/seal_secrets.sql (re-run at the end) encrypts what
+-- 0.1.0 kept in clear when a key file is set.
+CREATE FUNCTION @extschema@._sources_seal() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+CREATE TRIGGER sources_seal BEFORE INSERT OR UPDATE OF id, signing_secrets, api_token
+	ON @extschema@.sources FOR EACH ROW EXECUTE FUNCTION @extschema@._sources_seal();
