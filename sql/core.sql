@@ -304,7 +304,7 @@ COMMENT ON TABLE @extschema@.tenants IS
 COMMENT ON COLUMN @extschema@.tenants.context IS
 	'Stripe: the context a delivery carried (Organizations); when set, reads for the tenant send Stripe-Context with it instead of Stripe-Account.';
 COMMENT ON COLUMN @extschema@.tenants.status IS
-	'active: reconciled; disabled: deauthorized or uninstalled, not read; flagged: its credentials were refused, waiting for a person (reason says why).';
+	'The tenant''s status. active: reconciled; disabled: deauthorized or uninstalled, not read; flagged: its credentials were refused, waiting for a person (reason says why).';
 
 CREATE TABLE @extschema@.requeues (
 	id				bigserial PRIMARY KEY,
