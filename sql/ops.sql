@@ -838,6 +838,22 @@ SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(i.issue -> 'nu
  WHERE s.kind = 'github' AND o.object_type = 'issue';
 COMMENT ON VIEW @extschema@.github_issues IS 'Mirrored GitHub issues (saved from a webhook''s payload or fetched from the API): number, title, state, author, repository, URL, and the GitHub App installation that reads it (tenant: its id, empty for a source''s own token).';
 
+CREATE VIEW @extschema@.github_pull_requests AS
+SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(p.pr -> 'number')::integer AS number,
+	   p.pr ->> 'title' AS title, o.status AS state,
+	   /* a single pull request's read says merged; a list's item and a webhook's only merged_at */
+	   CASE WHEN jsonb_typeof(p.pr -> 'merged') = 'boolean' THEN (p.pr ->> 'merged')::boolean
+			WHEN p.pr ? 'merged_at' THEN jsonb_typeof(p.pr -> 'merged_at') = 'string' END AS merged,
+	   CASE WHEN jsonb_typeof(p.pr -> 'draft') = 'boolean' THEN (p.pr ->> 'draft')::boolean END AS draft,
+	   p.pr #>> '{user,login}' AS author,
+	   coalesce(o.state #>> '{repository,full_name}', p.pr #>> '{base,repo,full_name}') AS repository,
+	   p.pr #>> '{head,ref}' AS head_ref, p.pr #>> '{base,ref}' AS base_ref,
+	   p.pr ->> 'html_url' AS url, o.provider_time AS github_updated_at, o.deleted, o.updated_at, o.tenant
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ CROSS JOIN LATERAL (SELECT coalesce(o.state -> 'pull_request', o.state) AS pr) p
+ WHERE s.kind = 'github' AND o.object_type = 'pull_request';
+COMMENT ON VIEW @extschema@.github_pull_requests IS 'Mirrored GitHub pull requests (saved from a webhook''s payload or fetched from the API): number, title, state, merged, draft, author, repository, head and base branches, URL, and the GitHub App installation that reads it (tenant: its id, empty for a source''s own token).';
+
 ---------------------------------------------------------------------------
 -- Privileges of the roles
 ---------------------------------------------------------------------------

@@ -55,12 +55,20 @@ SELECT s.id, v.tenant, v.type, v.id, v.status, 1, v.state::jsonb
 				'{"id":11,"name":"#1011","total_price":"9.50","currency":"EUR"}'),
 			   ('tv_gh', '654321', 'issue', '71', 'open',
 				'{"id":71,"number":3,"title":"Broken","repository_url":"https://api.github.com/repos/o/r"}'),
+			   ('tv_gh', '654321', 'pull_request', '81', 'closed',
+				'{"action":"closed","pull_request":{"id":81,"number":4,"title":"Fix","state":"closed","merged_at":"2026-01-02T00:00:00Z","draft":false,"user":{"login":"ann"},"head":{"ref":"fix"},"base":{"ref":"main","repo":{"full_name":"o/r"}}}}'),
+			   ('tv_gh', '654321', 'pull_request', '82', 'open',
+				'{"id":82,"number":5,"title":"Try","state":"open","merged_at":null,"draft":true,"user":{"login":"bob"},"head":{"ref":"try"},"base":{"ref":"main","repo":{"full_name":"o/r"}}}'),
 			   ('tv_stripe', 'acct_A', 'subscription', 'sub_1', 'active', '{"id":"sub_1","customer":"cus_1"}'),
 			   ('tv_stripe', 'acct_B', 'subscription', 'sub_1', 'past_due', '{"id":"sub_1","customer":"cus_9"}')) v
 		   (source, tenant, type, id, status, state)
   JOIN webhook_inbox.sources s ON s.name = v.source;
 SELECT source, id, name, financial_status, total_price, tenant FROM webhook_inbox.shopify_orders WHERE source = 'tv_app';
 SELECT source, id, number, title, state, repository, tenant FROM webhook_inbox.github_issues WHERE source = 'tv_gh';
+-- a pull request saved from a webhook (its pull_request member) and one fetched from the list API: merged
+-- from merged_at where the answer has no merged
+SELECT source, id, number, title, state, merged, draft, author, repository, head_ref, base_ref, tenant
+  FROM webhook_inbox.github_pull_requests WHERE source = 'tv_gh' ORDER BY id;
 SELECT source, id, status, customer, tenant FROM webhook_inbox.stripe_subscriptions WHERE source = 'tv_stripe' ORDER BY tenant;
 -- an unresolved effect says which tenant it was made for
 INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, tenant, object_type, object_id, status, reason,
