@@ -1828,3 +1828,29 @@ SELECT count(*) FILTER (WHERE status = 'pending') AS pending,
 COMMENT ON VIEW @extschema@.inbox_health IS
 	'What to alert on: pending count, oldest pending age, retrying, quarantined by reason, the synchronous standbys confirming commits, and (with webhook_inbox.require_synchronous_standby on) why this primary acknowledges without one; secrets_warning: sources'' secrets stored in clear (no webhook_inbox.key_file, or seal_secrets() not called) or encrypted without the key file.';
 
+/*
+ * inbox_health per (source, tenant): one row per tenant with an event that
+ * is not done (tenant '' is a source's own account), so that one connected
+ * account, shop or installation whose events wait or are set aside shows
+ * by name instead of inside the totals.  inbox_health keeps the totals.
+ */
+CREATE VIEW @extschema@.inbox_health_by_tenant AS
+WITH g AS (
+	SELECT i.source_id, i.tenant, i.status,
+		   CASE WHEN i.status = 'quarantined' THEN coalesce(split_part(i.reason, ':', 1), 'unknown') END AS reason,
+		   count(*) AS c, min(i.received_at) AS oldest
+	  FROM webhook_inbox.inbox i
+	 WHERE i.status IN ('pending', 'processing', 'retry', 'quarantined')
+	 GROUP BY 1, 2, 3, 4)
+SELECT s.name AS source, g.tenant,
+	   coalesce(sum(g.c) FILTER (WHERE g.status = 'pending'), 0)::bigint AS pending,
+	   coalesce(now() - min(g.oldest) FILTER (WHERE g.status = 'pending'), '0 seconds') AS oldest_pending_age,
+	   coalesce(sum(g.c) FILTER (WHERE g.status = 'processing'), 0)::bigint AS processing,
+	   coalesce(sum(g.c) FILTER (WHERE g.status = 'retry'), 0)::bigint AS retrying,
+	   coalesce(sum(g.c) FILTER (WHERE g.status = 'quarantined'), 0)::bigint AS quarantined,
+	   coalesce(jsonb_object_agg(g.reason, g.c) FILTER (WHERE g.status = 'quarantined'), '{}') AS quarantined_by_reason
+  FROM g JOIN webhook_inbox.sources s ON s.id = g.source_id
+ GROUP BY s.name, g.tenant;
+COMMENT ON VIEW @extschema@.inbox_health_by_tenant IS
+	'inbox_health per (source, tenant), for the tenants with an event not done (tenant is empty for a source''s own account): pending, oldest pending age, processing, retrying, quarantined and quarantined by reason.';
+

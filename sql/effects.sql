@@ -394,11 +394,11 @@ COMMENT ON PROCEDURE @extschema@.run_effects(integer, text) IS
 
 CREATE VIEW @extschema@.effects_unresolved AS
 SELECT e.id, e.effect_key, e.kind, s.name AS source, e.object_type, e.object_id, e.status, e.owner, e.reason,
-	   now() - coalesce(e.uncertain_since, e.created_at) AS age, e.attempts, e.idempotency_key
+	   now() - coalesce(e.uncertain_since, e.created_at) AS age, e.attempts, e.idempotency_key, e.tenant
   FROM webhook_inbox.effects e LEFT JOIN webhook_inbox.sources s ON s.id = e.source_id
  WHERE e.status IN ('uncertain', 'quarantined');
 COMMENT ON VIEW @extschema@.effects_unresolved IS
-	'Effects whose outcome a person or a recovery must still establish: age, reason, owner.';
+	'Effects whose outcome a person or a recovery must still establish: age, reason, owner, and the tenant the effect was made for (empty for a source''s own account).';
 
 CREATE VIEW @extschema@.effects_health AS
 SELECT count(*) FILTER (WHERE status = 'pending') AS pending,

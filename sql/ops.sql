@@ -820,21 +820,39 @@ CREATE VIEW @extschema@.shopify_orders AS
 SELECT s.name AS source, o.object_id AS id, o.state ->> 'name' AS name, o.status AS financial_status,
 	   o.state ->> 'fulfillment_status' AS fulfillment_status,
 	   webhook_inbox._number(o.state -> 'total_price') AS total_price, o.state ->> 'currency' AS currency,
-	   o.state #>> '{customer,id}' AS customer, o.provider_time AS shop_updated_at, o.deleted, o.updated_at
+	   o.state #>> '{customer,id}' AS customer, o.provider_time AS shop_updated_at, o.deleted, o.updated_at,
+	   o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  WHERE s.kind = 'shopify' AND o.object_type = 'order';
-COMMENT ON VIEW @extschema@.shopify_orders IS 'Mirrored Shopify orders: name, financial and fulfillment status, total price (decimal), currency, customer.';
+COMMENT ON VIEW @extschema@.shopify_orders IS 'Mirrored Shopify orders: name, financial and fulfillment status, total price (decimal), currency, customer, and the shop that owns the order (tenant: its myshopify.com domain, empty for a source''s own shop).';
 
 CREATE VIEW @extschema@.github_issues AS
 SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(i.issue -> 'number')::integer AS number,
 	   i.issue ->> 'title' AS title, o.status AS state, i.issue #>> '{user,login}' AS author,
 	   coalesce(o.state #>> '{repository,full_name}',
 				substring(i.issue ->> 'repository_url' FROM '/repos/([^/]+/[^/]+)$')) AS repository,
-	   i.issue ->> 'html_url' AS url, o.provider_time AS github_updated_at, o.deleted, o.updated_at
+	   i.issue ->> 'html_url' AS url, o.provider_time AS github_updated_at, o.deleted, o.updated_at,
+	   o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
  CROSS JOIN LATERAL (SELECT coalesce(o.state -> 'issue', o.state) AS issue) i
  WHERE s.kind = 'github' AND o.object_type = 'issue';
-COMMENT ON VIEW @extschema@.github_issues IS 'Mirrored GitHub issues (saved from a webhook''s payload or fetched from the API): number, title, state, author, repository, URL.';
+COMMENT ON VIEW @extschema@.github_issues IS 'Mirrored GitHub issues (saved from a webhook''s payload or fetched from the API): number, title, state, author, repository, URL, and the GitHub App installation that reads it (tenant: its id, empty for a source''s own token).';
+
+CREATE VIEW @extschema@.github_pull_requests AS
+SELECT s.name AS source, o.object_id AS id, webhook_inbox._number(p.pr -> 'number')::integer AS number,
+	   p.pr ->> 'title' AS title, o.status AS state,
+	   /* a single pull request's read says merged; a list's item and a webhook's only merged_at */
+	   CASE WHEN jsonb_typeof(p.pr -> 'merged') = 'boolean' THEN (p.pr ->> 'merged')::boolean
+			WHEN p.pr ? 'merged_at' THEN jsonb_typeof(p.pr -> 'merged_at') = 'string' END AS merged,
+	   CASE WHEN jsonb_typeof(p.pr -> 'draft') = 'boolean' THEN (p.pr ->> 'draft')::boolean END AS draft,
+	   p.pr #>> '{user,login}' AS author,
+	   coalesce(o.state #>> '{repository,full_name}', p.pr #>> '{base,repo,full_name}') AS repository,
+	   p.pr #>> '{head,ref}' AS head_ref, p.pr #>> '{base,ref}' AS base_ref,
+	   p.pr ->> 'html_url' AS url, o.provider_time AS github_updated_at, o.deleted, o.updated_at, o.tenant
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ CROSS JOIN LATERAL (SELECT coalesce(o.state -> 'pull_request', o.state) AS pr) p
+ WHERE s.kind = 'github' AND o.object_type = 'pull_request';
+COMMENT ON VIEW @extschema@.github_pull_requests IS 'Mirrored GitHub pull requests (saved from a webhook''s payload or fetched from the API): number, title, state, merged, draft, author, repository, head and base branches, URL, and the GitHub App installation that reads it (tenant: its id, empty for a source''s own token).';
 
 ---------------------------------------------------------------------------
 -- The restore guard: a copy of the database never acts on live accounts by
@@ -994,7 +1012,8 @@ REVOKE ALL ON @extschema@.queue_owners, @extschema@.queues, @extschema@.inbox_ev
 	@extschema@.source_list, @extschema@.requeue_batches FROM PUBLIC;
 REVOKE ALL ON @extschema@.installation, @extschema@.outbound_status FROM PUBLIC;
 GRANT USAGE ON SCHEMA @extschema@ TO webhook_inbox_reader, webhook_inbox_operator, webhook_inbox_finance;
-GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_health, @extschema@.sweep_health,
+GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_health,
+	@extschema@.inbox_health_by_tenant, @extschema@.sweep_health,
 	@extschema@.effects_health, @extschema@.effects_unresolved, @extschema@.worker_counters,
 	@extschema@.inbox_events, @extschema@.mirror, @extschema@.source_list, @extschema@.deliveries,
 	@extschema@.sweep_runs, @extschema@.sweep_checkpoints, @extschema@.repairs, @extschema@.transitions,

@@ -124,6 +124,8 @@ like($emetrics, qr/^webhook_inbox_inbox_pending\{[^}]*\} 1$/m, 'the pending even
 like($emetrics, qr/^webhook_inbox_source_flagged\{kind="github",[^}]*source="mon_gh"\} 0$/m,
 	'the source is exported, not flagged');
 like($emetrics, qr/^webhook_inbox_worker_claimed_total\{[^}]*\} 0$/m, "the worker's counters are exported");
+like($emetrics, qr/^webhook_inbox_tenant_inbox_pending\{[^}]*source="mon_gh"[^}]*\} 1$/m,
+	"the pending event is exported per tenant (the source's own account)");
 unlike($emetrics, qr/pg_exporter_last_scrape_error\{[^}]*\} 1/, 'no query of the file failed');
 unlike($emetrics, qr/$secret/, 'no secret in what the exporter shows');
 
@@ -195,6 +197,31 @@ is($fired[0]{labels}{source}, 'mon_gh', 'for the flagged source');
 is($fired[0]{labels}{owner}, 'engineering', 'owned by engineering');
 is($fired[0]{annotations}{summary}, 'mon_gh: the provider refused our credentials', 'with its summary');
 note('fired: ' . JSON::PP->new->canonical->encode($fired[0]));
+
+# a tenant of another source whose credentials the provider refused: a queue row with its tenant, exported
+# with the tenant as a label, and WebhookInboxTenantFlagged fires for it (not WebhookInboxSourceFlagged)
+$node->safe_psql('postgres', q{
+	SELECT webhook_inbox.create_source(name => 'mon_app', kind => 'github', secret => 'mon-app-secret');
+	INSERT INTO webhook_inbox.tenants (source_id, tenant, discovered_by, status, reason)
+	SELECT id, '4242', 'delivery', 'flagged', 'the read API answered 403 for this tenant: check its credentials'
+	  FROM webhook_inbox.sources WHERE name = 'mon_app';
+});
+ok( poll_until(
+		sub {
+			my $res = HTTP::Tiny->new(timeout => 5)->get("http://127.0.0.1:$eport/metrics");
+			return $res->{success}
+			  && $res->{content} =~ /^webhook_inbox_queue_items\{[^}]*queue="flagged_tenant"[^}]*source="mon_app"[^}]*tenant="4242"[^}]*\} 1$/m;
+		},
+		'the flagged tenant exported', 60),
+	'the exporter shows the flagged tenant as a queue item labelled with its tenant');
+my @tfired;
+ok(poll_until(sub { @tfired = firing('WebhookInboxTenantFlagged'); return @tfired > 0 }, 'the tenant alert', 90),
+	'WebhookInboxTenantFlagged fires');
+is($tfired[0]{labels}{tenant}, '4242', 'for the flagged tenant');
+is($tfired[0]{labels}{source}, 'mon_app', 'of its source');
+is($tfired[0]{annotations}{summary}, 'mon_app: the provider refused the credentials of tenant 4242', 'with its summary');
+is(scalar(grep { $_->{labels}{source} eq 'mon_app' } firing('WebhookInboxSourceFlagged')), 0,
+	'its source is not flagged');
 
 $prom->signal('TERM');
 $prom->finish;
