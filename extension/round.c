@@ -608,6 +608,18 @@ fetch_gate(WiHttpRequest *req, void *arg)
 
 	if (wi_steps_stopping(rd->steps))
 		return WI_HTTP_WAIT;
+	if (req->auth_wait != NULL)
+	{
+		/*
+		 * The tenant's credentials are not usable (none yet, a refresh that
+		 * failed, a refused shop): the read waits without spending an
+		 * attempt, and is due again as soon as its credentials are set.
+		 */
+		give_back(rd->steps, c->token, GIVE_DEFER, req->auth_wait,
+				  strncmp(req->auth_wait, "credentials_flagged", 19) == 0 ? 600.0 : 30.0, 0);
+		c->handled = true;
+		return WI_HTTP_SKIP;
+	}
 	if (now < r->not_before)
 	{
 		give_back(rd->steps, c->token, GIVE_DEFER,
