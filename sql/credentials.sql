@@ -264,6 +264,10 @@ BEGIN
 		   status = 'active', status_reason = NULL,
 		   status_at = CASE WHEN c.status <> 'active' THEN now() ELSE c.status_at END,
 		   updated_at = now();
+	/* a shop that installs the app again after app/uninstalled */
+	UPDATE webhook_inbox.tenants t SET status = 'active', reason = NULL
+	 WHERE t.source_id = s.id AND t.tenant = set_tenant_credentials.tenant AND t.status = 'disabled'
+	   AND t.reason LIKE 'uninstalled:%';
 	PERFORM webhook_inbox._tenant_reads_due(s.id, tenant);
 END
 $$;
@@ -467,6 +471,13 @@ BEGIN
 		ELSIF c.status <> 'active' THEN
 			action := 'flagged';
 			reason := pg_catalog.format('tenant %s is %s: %s', p_tenant, c.status, c.status_reason);
+		ELSIF c.kind = 'shopify_shop' AND EXISTS (SELECT FROM webhook_inbox.tenants x
+				   WHERE x.source_id = p_source_id AND x.tenant = p_tenant AND x.status = 'disabled'
+					 AND x.reason LIKE 'uninstalled:%') THEN
+			/* app/uninstalled: Shopify revoked the shop's tokens; no read, no refresh */
+			action := 'flagged';
+			reason := pg_catalog.format('shop %s uninstalled the app (%s)', p_tenant,
+				(SELECT x.reason FROM webhook_inbox.tenants x WHERE x.source_id = p_source_id AND x.tenant = p_tenant));
 		ELSIF c.kind = 'shopify_shop' AND c.refresh_secret IS NOT NULL AND c.expires_at IS NOT NULL
 			  AND (p_fresh OR webhook_inbox._shop_token_due(c)) THEN
 			/* an expiring offline token: _shop_refresh_begin() serialises its refresh */

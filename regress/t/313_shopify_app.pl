@@ -21,6 +21,8 @@
 #	    against the SDK's; a refused refresh flags the shop for engineering.
 #	(d) The origin rule: a shop that is not a myshopify.com domain, and a
 #	    shop_base_url off api_base's origin, are never read.
+#	(e) app/uninstalled disables the shop (no read, no refresh) until the
+#	    app is installed again.
 
 use strict;
 use warnings;
@@ -247,6 +249,21 @@ is($node->safe_psql('postgres', qq{
 	'a flagged_tenant queue row');
 unlike($node->safe_psql('postgres', "SELECT string_agg(status_reason, ' ') FROM webhook_inbox.tenant_credentials"),
 	qr/shprt_|shpat_|shpss_/, 'no token in any reason');
+
+# --- (e) app/uninstalled disables the shop; installing again enables it
+is($node->safe_psql('postgres', qq{
+	SELECT webhook_inbox.intake('race', ARRAY['X-Shopify-Topic', 'app/uninstalled', 'X-Shopify-Webhook-Id', 'wh-uninstall-1',
+		'X-Shopify-Shop-Domain', '$shop'], convert_to('{"id":1,"name":"Shop One","domain":"$shop"}', 'UTF8'))}),
+	'new', 'app/uninstalled is stored like any delivery');
+is($node->safe_psql('postgres', qq{
+	SELECT status || ' ' || (reason LIKE 'uninstalled: app/uninstalled received at %') FROM webhook_inbox.tenants
+	 WHERE source_id = $sid AND tenant = '$shop'}), 'disabled true', 'and disables the shop\'s tenant');
+like($node->safe_psql('postgres', "SELECT status || ' ' || reason FROM webhook_inbox._tenant_auth($sid, '$shop')"),
+	qr/^flagged shop shop-1\.myshopify\.com uninstalled the app/, 'its reads stop: no token is sent for it');
+install('race', { %{ shops($sim)->{$shop} }, shop => $shop });
+is($node->safe_psql('postgres', "SELECT t.status || ' ' || a.status FROM webhook_inbox.tenants t, "
+		  . "webhook_inbox._tenant_auth($sid, '$shop') a WHERE t.source_id = $sid AND t.tenant = '$shop'"),
+	'active ok', 'a new install (set_tenant_credentials) enables it again');
 
 # --- (d) the origin rule
 $node->safe_psql('postgres', qq{
