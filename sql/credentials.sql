@@ -264,6 +264,12 @@ BEGIN
 		   status = 'active', status_reason = NULL,
 		   status_at = CASE WHEN c.status <> 'active' THEN now() ELSE c.status_at END,
 		   updated_at = now();
+	/* an installed shop is reconciled even before its first delivery */
+	IF k = 'shopify_shop' THEN
+		INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, discovered_by)
+		VALUES (s.id, set_tenant_credentials.tenant, 'manual')
+		ON CONFLICT (source_id, tenant) DO NOTHING;
+	END IF;
 	/* a shop that installs the app again after app/uninstalled */
 	UPDATE webhook_inbox.tenants t SET status = 'active', reason = NULL
 	 WHERE t.source_id = s.id AND t.tenant = set_tenant_credentials.tenant AND t.status = 'disabled'
@@ -670,7 +676,12 @@ BEGIN
 	IF FOUND AND c.kind <> 'github_app_installation' THEN
 		action := 'flagged';
 		reason := pg_catalog.format('the provider refused the credentials of tenant %s (401)', p_tenant);
-		PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, c.kind, reason);
+		IF c.kind = 'shopify_shop' THEN
+			/* a shop's queue row, as a refused refresh makes one */
+			PERFORM webhook_inbox._flag_shop(p_source_id, p_tenant, reason);
+		ELSE
+			PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, c.kind, reason);
+		END IF;
 		RETURN;
 	END IF;
 	/* an installation without a row: its first token */

@@ -23,6 +23,8 @@
 #	    shop_base_url off api_base's origin, are never read.
 #	(e) app/uninstalled disables the shop (no read, no refresh) until the
 #	    app is installed again.
+#	(f) A read refused 401 under a shop's own (revoked) token flags that
+#	    shop, not the source, and waits without spending an attempt.
 
 use strict;
 use warnings;
@@ -188,6 +190,10 @@ my $sim = start_sim('--seed', 7, '--objects', 10, '--events', 20, '--shopify', '
 app_source('race', $sim);
 install('race', $_) for values %{ shops($sim) };
 my $sid = $node->safe_psql('postgres', "SELECT id FROM webhook_inbox.sources WHERE name = 'race'");
+is($node->safe_psql('postgres', "SELECT string_agg(t.tenant || ' ' || t.status || ' ' || t.discovered_by, ', ' ORDER BY t.tenant) "
+		  . "FROM webhook_inbox.tenants t WHERE t.source_id = $sid"),
+	'shop-1.myshopify.com active manual, shop-2.myshopify.com active manual',
+	'installed shops are tenants before their first delivery (the sweep reconciles every installed shop)');
 my $shop = 'shop-1.myshopify.com';
 my $before = shops($sim)->{$shop};
 is($node->safe_psql('postgres', "SELECT status || ' ' || header FROM webhook_inbox._tenant_auth($sid, '$shop')"),
@@ -279,6 +285,28 @@ like($node->safe_psql('postgres', qq{
 	SELECT coalesce(error, '') FROM webhook_inbox.sweep_now('race', 'order', 'full', '$shop')}),
 	qr/not the source's api_base origin/, 'a shop_base_url off api_base\'s origin is refused');
 is(shops($sim)->{$shop}{unauthorized}, 0, 'and nothing was sent to the shop without its token');
+
+# --- (f) a shop's token refused (revoked before its app/uninstalled arrived): the shop is flagged, not the source
+$node->safe_psql('postgres', qq{
+	UPDATE webhook_inbox.sources SET settings = settings || jsonb_build_object('shop_base_url', '$sim->{url}/shops/{shop}')
+	 WHERE name = 'race'});
+fetch_route('race');
+my ($order) = map { $_->{id} } grep { $_->{type} eq 'order' && $_->{tenant} eq $shop } @{ sim_truth($sim)->{objects} };
+$node->safe_psql('postgres', qq{
+	SELECT webhook_inbox.set_tenant_credentials('race', '$shop', 'shopify_shop', 'shpat_revoked', now() + interval '1 hour')});
+$node->safe_psql('postgres', qq{
+	SELECT webhook_inbox.intake('race', ARRAY['X-Shopify-Topic', 'orders/updated', 'X-Shopify-Webhook-Id', 'wh-revoked-1',
+		'X-Shopify-Shop-Domain', '$shop'], convert_to('{"id":$order,"updated_at":"2026-01-01T00:00:00Z"}', 'UTF8'))});
+ok($node->poll_query_until('postgres', qq{
+	SELECT EXISTS (SELECT FROM webhook_inbox.inbox WHERE event_id = 'wh-revoked-1' AND status = 'retry'
+					AND reason LIKE 'credentials\\_flagged: http 401 from tenant $shop%')}),
+	'a read refused 401 under the shop\'s token waits as credentials_flagged');
+is($node->safe_psql('postgres', qq{
+	SELECT (SELECT flagged IS NULL FROM webhook_inbox.sources WHERE name = 'race') || ' '
+		|| (SELECT status FROM webhook_inbox.tenant_credentials_status WHERE source = 'race' AND tenant = '$shop') || ' '
+		|| (SELECT attempts FROM webhook_inbox.inbox WHERE event_id = 'wh-revoked-1')}),
+	'true flagged 0', 'the shop is flagged, the source is not, and no attempt was spent');
+cmp_ok(shops($sim)->{$shop}{unauthorized}, '>=', 1, 'webhook-sim answered the revoked token 401');
 stop_proc($sim);
 
 done_testing();
