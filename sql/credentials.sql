@@ -769,10 +769,36 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	s webhook_inbox.sources;
 	c webhook_inbox.tenant_credentials;
+	prev text := pg_catalog.current_setting('lock_timeout');
+	bound bigint;
 BEGIN
-	SELECT * INTO c FROM webhook_inbox.tenant_credentials t
-	 WHERE t.source_id = p_source_id AND t.tenant = p_tenant FOR UPDATE;
-	IF NOT FOUND THEN
+	/*
+	 * A winner holds the row for its refresh request (http_timeout at
+	 * most) and the rest of its transaction: wait for it that long twice
+	 * at most, so that a session sitting in an open transaction never
+	 * stalls the worker; after that the read waits and is tried again.
+	 */
+	bound := (extract(epoch FROM 2 * coalesce(pg_catalog.current_setting('webhook_inbox.http_timeout', true),
+											  '30s')::interval) * 1000)::bigint;
+	IF prev NOT IN ('0', '0ms') THEN
+		bound := NULL;			/* the caller's own bound stands */
+	END IF;
+	BEGIN
+		IF bound IS NOT NULL THEN
+			PERFORM pg_catalog.set_config('lock_timeout', bound::text, true);
+		END IF;
+		SELECT * INTO c FROM webhook_inbox.tenant_credentials t
+		 WHERE t.source_id = p_source_id AND t.tenant = p_tenant FOR UPDATE;
+		IF bound IS NOT NULL THEN
+			PERFORM pg_catalog.set_config('lock_timeout', prev, true);
+		END IF;
+	EXCEPTION WHEN lock_not_available THEN
+		action := 'wait';
+		reason := pg_catalog.format('another session has held the credentials of shop %s for over %s (a refresh under way, or an open transaction)',
+									p_tenant, coalesce(bound || ' ms', prev));
+		RETURN;
+	END;
+	IF c.source_id IS NULL THEN
 		action := 'wait';
 		reason := pg_catalog.format('no credentials for tenant %s yet', p_tenant);
 		RETURN;

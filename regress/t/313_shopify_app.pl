@@ -215,12 +215,26 @@ ok($node->poll_query_until('postgres',
 $a->query_safe('COMMIT');
 my ($tb) = $b->query_safe('SELECT 1') =~ /^R\|ok\|X-Shopify-Access-Token: (.*)$/m;
 is($tb, $ta, 'then takes the token the first one saved');
+my $after = shops($sim)->{$shop};
+# a session sitting in an open transaction on the shop's row stalls nobody for long
+$node->safe_psql('postgres', qq{
+	UPDATE webhook_inbox.tenant_credentials SET secret_at = now() - interval '1 hour', expires_at = now() + interval '2 minutes'
+	 WHERE source_id = $sid AND tenant = '$shop'});
+$a->query_safe('BEGIN');
+my ($tc) = $a->query_safe($sql) =~ /^R\|ok\|X-Shopify-Access-Token: (.*)$/m;
+my $t0 = time();
+like($b->query_safe("SET lock_timeout = '300ms'; SELECT 'W|' || status || '|' || reason FROM webhook_inbox._tenant_auth($sid, '$shop')"),
+	qr/^W\|wait\|another session has held the credentials of shop shop-1\.myshopify\.com for over 300ms/m,
+	'a backend waits for another one\'s open transaction at most lock_timeout (else twice http_timeout), then its read waits');
+cmp_ok(time() - $t0, '<', 5, 'and does not block longer');
+$a->query_safe('COMMIT');
+is(shops($sim)->{$shop}{refreshes}, 2, 'the refresh the open transaction made is the only one');
 $a->quit;
 $b->quit;
-my $after = shops($sim)->{$shop};
 is($after->{refreshes}, 1, 'one refresh for both backends');
 is($after->{refused}, 0, 'and no refresh with a spent refresh token');
 is($after->{access_token}, $ta, 'the token webhook-sim issued is the one both send');
+$ta = $tc;
 is($node->safe_psql('postgres', qq{
 	SELECT has_refresh_token AND refresh_expires_at > now() + interval '80 days' AND expires_at > now() + interval '50 minutes'
 	  FROM webhook_inbox.tenant_credentials_status WHERE source = 'race' AND tenant = '$shop'}), 't',
