@@ -17,6 +17,9 @@
  * Authorization: Bearer <JWT>, Accept: application/vnd.github+json and
  * X-GitHub-Api-Version: 2022-11-28 answers 201 {token, expires_at, ...};
  * the token lasts an hour and goes in Authorization: Bearer (or token).
+ *
+ * A Shopify app's shops with expiring offline tokens are refreshed here
+ * too (shop_refresh()), one refresh per shop at a time across backends.
  */
 #include "postgres.h"
 
@@ -50,26 +53,31 @@ token_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 	return n;
 }
 
+static char *copy_col(HeapTuple tup, TupleDesc desc, int col, MemoryContext cxt);
+static WiAuthStatus status_of(const char *action);
+
 /*
- * POSTs for an installation token; returns the HTTP status with the answer
- * in *body, or 0 with the transport failure (no secret) in *body.
+ * POSTs body (JSON) to url with the extra headers (each "Name: value", a
+ * NULL-terminated list), after the same origin check as every provider
+ * request; returns the HTTP status with the answer in *answer, or 0 with
+ * the transport failure or refusal (no secret) in *answer.  The headers and
+ * body may hold secrets: the caller wipes them.
  */
 static long
-token_request(const char *api_base, const char *installation, const char *jwt, StringInfo body)
+token_post(const char *url, const char *origin, const char *const *extra, const char *body,
+		   StringInfo answer)
 {
-	char	   *url = psprintf("%s/app/installations/%s/access_tokens", api_base, installation);
 	void	   *parsed = NULL;
-	char	   *refusal = wi_http_refusal(url, api_base, &parsed);
+	char	   *refusal = wi_http_refusal(url, origin, &parsed);
 	CURL	   *h = NULL;
 	struct curl_slist *volatile headers = NULL;
-	char	   *auth = psprintf("Authorization: Bearer %s", jwt);
 	char		errbuf[CURL_ERROR_SIZE];
 	volatile long status = 0;
 	CURLcode	rc;
 
 	if (refusal != NULL)
 	{
-		appendStringInfo(body, "refused: %s", refusal);
+		appendStringInfo(answer, "refused: %s", refusal);
 		return 0;
 	}
 	h = curl_easy_init();
@@ -80,9 +88,8 @@ token_request(const char *api_base, const char *installation, const char *jwt, S
 	}
 	PG_TRY();
 	{
-		headers = curl_slist_append(headers, auth);
-		headers = curl_slist_append(headers, "Accept: application/vnd.github+json");
-		headers = curl_slist_append(headers, "X-GitHub-Api-Version: 2022-11-28");
+		for (int i = 0; extra[i] != NULL; i++)
+			headers = curl_slist_append(headers, extra[i]);
 		headers = curl_slist_append(headers, "Content-Type: application/json");
 		headers = curl_slist_append(headers, "Expect:");
 		if (headers == NULL)
@@ -91,10 +98,10 @@ token_request(const char *api_base, const char *installation, const char *jwt, S
 		curl_easy_setopt(h, CURLOPT_CURLU, parsed);
 		curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
 		curl_easy_setopt(h, CURLOPT_POST, 1L);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, "{}");
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, 2L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
 		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, token_write_cb);
-		curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+		curl_easy_setopt(h, CURLOPT_WRITEDATA, answer);
 		curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 		errbuf[0] = '\0';
 		rc = curl_easy_perform(h);
@@ -107,19 +114,137 @@ token_request(const char *api_base, const char *installation, const char *jwt, S
 		}
 		else
 		{
-			resetStringInfo(body);
-			appendStringInfoString(body, errbuf[0] ? errbuf : curl_easy_strerror(rc));
+			resetStringInfo(answer);
+			appendStringInfoString(answer, errbuf[0] ? errbuf : curl_easy_strerror(rc));
 		}
 	}
 	PG_FINALLY();
 	{
 		curl_easy_cleanup(h);
+		if (headers != NULL)
+		{
+			for (struct curl_slist *l = headers; l != NULL; l = l->next)
+				explicit_bzero(l->data, strlen(l->data));
+		}
 		curl_slist_free_all(headers);
 		curl_url_cleanup((CURLU *) parsed);
-		explicit_bzero(auth, strlen(auth));
 	}
 	PG_END_TRY();
 	return status;
+}
+
+/*
+ * POSTs for an installation token; returns the HTTP status with the answer
+ * in *body, or 0 with the transport failure (no secret) in *body.
+ */
+static long
+token_request(const char *api_base, const char *installation, const char *jwt, StringInfo body)
+{
+	char	   *url = psprintf("%s/app/installations/%s/access_tokens", api_base, installation);
+	char	   *auth = psprintf("Authorization: Bearer %s", jwt);
+	const char *const extra[] = {auth, "Accept: application/vnd.github+json",
+	"X-GitHub-Api-Version: 2022-11-28", NULL};
+	long		status;
+
+	status = token_post(url, api_base, extra, "{}", body);
+	explicit_bzero(auth, strlen(auth));
+	return status;
+}
+
+/*
+ * A Shopify app's shop whose expiring offline token is due, as
+ * @shopify/shopify-api's refreshToken() does it: POST
+ * https://{shop}/admin/oauth/access_token with Content-Type and Accept
+ * application/json and {client_id, client_secret, refresh_token,
+ * grant_type: "refresh_token"}; 200 answers {access_token, expires_in,
+ * refresh_token, refresh_token_expires_in, scope}.  Shopify replaces the
+ * refresh token on every use, so the refresh is serialised per shop:
+ * _shop_refresh_begin() locks the shop's credentials row until the
+ * caller's transaction ends, and a backend that waited for it finds the
+ * token its winner saved.  The new access token and the rotated refresh
+ * token are saved by one UPDATE (_shop_refresh_answer()) in that same
+ * transaction.  Called without SPI connected.
+ */
+static WiAuthStatus
+shop_refresh(int32 source_id, const char *tenant, char **header, char **reason)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	WiSource   *src = wi_source_load(source_id);
+	Oid			types[2] = {INT4OID, TEXTOID};
+	Datum		args[2] = {Int32GetDatum(source_id), CStringGetTextDatum(tenant)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	char	   *action;
+	char	   *body;
+	char	   *base;
+	char	   *origin;
+	char	   *why;
+	StringInfoData answer;
+	long		status;
+	WiAuthStatus result;
+	int			rc;
+
+	*header = NULL;
+	*reason = NULL;
+	if (src == NULL)
+	{
+		*reason = psprintf("source %d does not exist", source_id);
+		return WI_AUTH_WAIT;
+	}
+	base = wi_shopify_shop_base(src, tenant, &origin, &why);
+	if (base == NULL)
+	{
+		*reason = why;
+		return WI_AUTH_FLAGGED;
+	}
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT action, header, body, reason "
+							   "FROM webhook_inbox._shop_refresh_begin($1, $2)",
+							   2, types, args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: reading a shop's refresh token failed: %s", SPI_result_code_string(rc));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	action = SPI_getvalue(tup, desc, 1);
+	if (action == NULL || strcmp(action, "refresh") != 0)
+	{
+		/* another backend refreshed it while this one waited, or none is possible */
+		result = status_of(action);
+		*header = copy_col(tup, desc, 2, cxt);
+		*reason = copy_col(tup, desc, 4, cxt);
+		SPI_finish();
+		return result;
+	}
+	body = SPI_getvalue(tup, desc, 3);
+	initStringInfo(&answer);
+	{
+		const char *const extra[] = {"Accept: application/json", NULL};
+
+		status = token_post(psprintf("%s/admin/oauth/access_token", base), origin, extra, body, &answer);
+	}
+	explicit_bzero(body, strlen(body));
+	{
+		Oid			atypes[4] = {INT4OID, TEXTOID, INT4OID, TEXTOID};
+		Datum		aargs[4] = {args[0], args[1], Int32GetDatum((int32) status),
+		CStringGetTextDatum(answer.data)};
+
+		rc = SPI_execute_with_args("SELECT action, header, reason "
+								   "FROM webhook_inbox._shop_refresh_answer($1, $2, $3, $4)",
+								   4, atypes, aargs, NULL, false, 1);
+	}
+	explicit_bzero(answer.data, answer.len);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: keeping a shop's refreshed token failed: %s", SPI_result_code_string(rc));
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	result = status_of(SPI_getvalue(tup, desc, 1));
+	*header = copy_col(tup, desc, 2, cxt);
+	*reason = copy_col(tup, desc, 3, cxt);
+	SPI_finish();
+	if (result == WI_AUTH_OK)
+		ereport(DEBUG1, (errmsg("webhook_inbox: refreshed the access token of shop \"%s\"", tenant)));
+	return result;
 }
 
 static char *
@@ -197,6 +322,12 @@ tenant_auth(int32 source_id, const char *tenant, bool fresh, bool after_refusal,
 				  "FROM webhook_inbox._tenant_auth_plan($1, $2, $3)",
 				  3, types, args, false, "reading credentials", &desc);
 	action = SPI_getvalue(tup, desc, 1);
+	if (action != NULL && strcmp(action, "refresh") == 0)
+	{
+		/* a shop's expiring token: refreshed under its row's lock */
+		SPI_finish();
+		return shop_refresh(source_id, tenant, header, reason);
+	}
 	if (action == NULL || strcmp(action, "mint") != 0)
 	{
 		result = status_of(action);

@@ -234,8 +234,16 @@ start_request(WiHttpRequest *req)
 	CURL	   *h;
 	struct curl_slist *headers = NULL;
 	void	   *parsed;
-	char	   *reason = wi_http_refusal(req->url, req->origin, &parsed);
+	char	   *reason;
 
+	/* a tenant's request without the tenant's credentials never leaves */
+	if (req->auth_wait != NULL)
+	{
+		req->status = 0;
+		req->error = req->auth_wait;
+		return false;
+	}
+	reason = wi_http_refusal(req->url, req->origin, &parsed);
 	if (reason != NULL)
 	{
 		req->refused = true;

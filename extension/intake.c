@@ -169,26 +169,29 @@ static const char *const delivery_insert_sql =
  * the delivery brings a context it did not have, or is the tenant's own
  * lifecycle event ($4): Stripe's account.application.deauthorized disables
  * it (a deauthorization in the batch wins), account.application.authorized
- * makes a tenant a deauthorization had disabled active again; the reason
- * says which and when.
+ * makes a tenant a deauthorization had disabled active again; Shopify's
+ * app/uninstalled disables the shop (a new install's
+ * set_tenant_credentials() enables it again); the reason says which and
+ * when.
  */
 static const char *const tenants_insert_sql =
 "INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, context, discovered_by, status, reason) "
 "SELECT DISTINCT ON (x.s, x.t) x.s, x.t, x.c, 'delivery', "
-"  CASE WHEN x.l = 'deauthorized' THEN 'disabled' ELSE 'active' END, "
-"  CASE WHEN x.l IS NOT NULL THEN x.l || ': account.application.' || x.l || ' received at ' || now() END "
+"  CASE WHEN x.l IN ('deauthorized', 'uninstalled') THEN 'disabled' ELSE 'active' END, "
+"  CASE WHEN x.l = 'uninstalled' THEN 'uninstalled: app/uninstalled received at ' || now() "
+"    WHEN x.l IS NOT NULL THEN x.l || ': account.application.' || x.l || ' received at ' || now() END "
 "FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[]) AS x(s, t, c, l) "
-"ORDER BY x.s, x.t, x.l = 'deauthorized' DESC NULLS LAST, x.l IS NULL, x.c NULLS LAST "
+"ORDER BY x.s, x.t, x.l IN ('deauthorized', 'uninstalled') DESC NULLS LAST, x.l IS NULL, x.c NULLS LAST "
 "ON CONFLICT (source_id, tenant) DO UPDATE SET context = coalesce(EXCLUDED.context, t.context), "
-"  status = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' THEN 'disabled' "
+"  status = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' OR EXCLUDED.reason LIKE 'uninstalled:%' THEN 'disabled' "
 "    WHEN EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%' THEN 'active' "
 "    ELSE t.status END, "
-"  reason = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' "
+"  reason = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' OR EXCLUDED.reason LIKE 'uninstalled:%' "
 "    OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%') THEN EXCLUDED.reason "
 "    ELSE t.reason END, "
 "  last_seen = now() "
 "WHERE (EXCLUDED.context IS NOT NULL AND t.context IS DISTINCT FROM EXCLUDED.context) "
-"   OR (EXCLUDED.reason LIKE 'deauthorized:%' AND t.status <> 'disabled') "
+"   OR ((EXCLUDED.reason LIKE 'deauthorized:%' OR EXCLUDED.reason LIKE 'uninstalled:%') AND t.status <> 'disabled') "
 "   OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%')";
 
 /*
@@ -1741,6 +1744,10 @@ write_tenants(Row *rows, int *idx, int n)
 		else if (r->src->layout->kind == WI_KIND_stripe && r->event_type != NULL &&
 				 strcmp(r->event_type, "account.application.authorized") == 0)
 			arr_text(&lifes, "authorized");
+		/* a Shopify app removed from a shop: its reads stop (credentials.sql) */
+		else if (r->src->layout->kind == WI_KIND_shopify && r->event_type != NULL &&
+				 strcmp(r->event_type, "app/uninstalled") == 0)
+			arr_text(&lifes, "uninstalled");
 		else
 			arr_add(&lifes, (Datum) 0, true);
 	}

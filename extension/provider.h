@@ -46,6 +46,8 @@ typedef struct WiSource
 	char	   *api_version;	/* shopify: Admin API version, NULL: the default */
 	char	   *api;			/* shopify: "rest" or "graphql"; NULL: the default */
 	char	   *stripe_version; /* stripe: the Stripe-Version every request pins */
+	char	   *shop_base_url;	/* shopify app: settings.shop_base_url, the
+								 * shops' base on api_base's origin ({shop}) */
 } WiSource;
 
 /* Headers a request carries besides Accept and the source's auth. */
@@ -143,6 +145,16 @@ typedef struct WiAdapter
 	 * has it.  Called inside the save's transaction.
 	 */
 	const char *(*answer_shape) (const WiSource *src);
+
+	/*
+	 * Optional, for tenants that live at an origin of their own (a Shopify
+	 * app's shops, each at https://{shop}): the base that replaces api_base
+	 * in a request for tenant, *origin the only origin that request may
+	 * name; or NULL with *reason when tenant has no such origin (the request
+	 * is never sent).  A request for such a tenant carries the tenant's own
+	 * credentials (credentials.c), never the source's api_token.
+	 */
+	char	   *(*tenant_base) (const WiSource *src, const char *tenant, char **origin, char **reason);
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;
@@ -155,6 +167,8 @@ extern WiSource *wi_source_load(int32 source_id);
 extern char *wi_url_escape(const char *s);
 extern char *wi_template(const char *tmpl, const char *const *keys, const char *const *values);
 extern char *wi_iso_time(int64 epoch);
+extern char *wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin,
+								  char **reason);
 extern const char *wi_answer_shape(const WiAdapter *a, const WiSource *src, const char *object_type,
 								   const char *body);
 
@@ -181,6 +195,9 @@ struct WiHttpRequest
 	long		status;			/* HTTP status; 0 when the transfer failed */
 	char	   *error;			/* transport error, or NULL */
 	bool		refused;		/* never sent: url is not on the origin */
+	char	   *auth_wait;		/* never to be sent: the tenant's credentials
+								 * are not usable yet ("credentials_wait: ...")
+								 * or refused ("credentials_flagged: ...") */
 	StringInfoData body;
 	char	   *link_next;		/* Link: <...>; rel="next", or NULL */
 	int64		retry_after_s;	/* Retry-After in seconds, or -1 */

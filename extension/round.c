@@ -39,6 +39,7 @@
 #include "utils/timestamp.h"
 
 #include "outcome.h"
+#include "credentials.h"
 #include "provider.h"
 #include "ratelimit.h"
 #include "round.h"
@@ -609,6 +610,18 @@ fetch_gate(WiHttpRequest *req, void *arg)
 
 	if (wi_steps_stopping(rd->steps))
 		return WI_HTTP_WAIT;
+	if (req->auth_wait != NULL)
+	{
+		/*
+		 * The tenant's credentials are not usable (none yet, a refresh that
+		 * failed, a refused shop): the read waits without spending an
+		 * attempt, and is due again as soon as its credentials are set.
+		 */
+		give_back(rd->steps, c->token, GIVE_DEFER, req->auth_wait,
+				  strncmp(req->auth_wait, "credentials_flagged", 19) == 0 ? 600.0 : 30.0, 0);
+		c->handled = true;
+		return WI_HTTP_SKIP;
+	}
 	if (now < r->not_before)
 	{
 		give_back(rd->steps, c->token, GIVE_DEFER,
@@ -629,6 +642,53 @@ fetch_gate(WiHttpRequest *req, void *arg)
 	r->inflight++;
 	pgstat_report_activity(STATE_RUNNING, "fetching");
 	return WI_HTTP_START;
+}
+
+/* a tenant's read refused 401/403 under the tenant's own token (a shop's) */
+typedef struct TenantRefusal
+{
+	int32		source_id;
+	const char *tenant;
+	const char *sent;			/* the credentials header the read carried */
+	WiAuthStatus status;
+	char	   *reason;
+} TenantRefusal;
+
+static void
+tenant_refused_xact(void *arg)
+{
+	TenantRefusal *t = (TenantRefusal *) arg;
+	char	   *header = NULL;
+
+	t->status = wi_tenant_auth_refused(t->source_id, t->tenant, t->sent, &header, &t->reason);
+	if (header != NULL)
+		explicit_bzero(header, strlen(header));
+}
+
+/*
+ * A read made at a tenant's own origin with the tenant's own token (a
+ * Shopify app's shop) was refused: the tenant's credentials are at fault,
+ * not the source's, so the source is not flagged.  When another read has
+ * replaced the token meanwhile the claim is due again at once; otherwise
+ * the tenant is flagged for engineering (tenant_credentials_status, a
+ * flagged_tenant queue row) and its claim waits, no attempt spent.
+ */
+static void
+tenant_refused(Round *rd, Claim *c, WiHttpRequest *req, long status)
+{
+	TenantRefusal t = {c->source_id, c->tenant, req->auth ? req->auth : "", WI_AUTH_WAIT, NULL};
+
+	wi_stat_add(WI_STAT_AUTH_REFUSED, 1);
+	if (wi_step_run(rd->steps, tenant_refused_xact, &t) != NULL)
+		t.status = WI_AUTH_WAIT;
+	if (t.status == WI_AUTH_OK)
+		give_back(rd->steps, c->token, GIVE_DEFER,
+				  psprintf("credentials_wait: http %ld with a token another read has replaced", status), 0, 0);
+	else
+		give_back(rd->steps, c->token, GIVE_DEFER,
+				  psprintf("credentials_flagged: http %ld from tenant %s's read API: %s", status, c->tenant,
+						   t.reason ? t.reason : "its credentials were refused"),
+				  t.status == WI_AUTH_FLAGGED ? 600.0 : 30.0, 0);
 }
 
 /*
@@ -695,6 +755,9 @@ fetch_done(WiHttpRequest *req, void *arg)
 	}
 	else if (req->refused)
 		give_back(rd->steps, c->token, GIVE_QUARANTINE, psprintf("refused_url: %s", req->error), 0, 0);
+	else if ((status == 401 || status == 403) && req->credentials[0] != '\0' &&
+			 c->adapter->tenant_base != NULL)
+		tenant_refused(rd, c, req, status);
 	else if (status == 401 || status == 403)
 		give_back(rd->steps, c->token, GIVE_AUTH, NULL, 0, (int) status);
 	else if (status == 0 || status >= 500)

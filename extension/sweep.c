@@ -359,6 +359,12 @@ http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, s->src->api_base, NULL);
 	req->post_body = body;
 	wi_request_scope(req, s->adapter, s->src, s->tenant, s->context);
+	if (req->auth_wait != NULL)
+	{
+		/* the tenant's credentials are not usable: nothing sent, the pass fails */
+		req->error = pstrdup(req->auth_wait);
+		return true;
+	}
 	if (GetCurrentTimestamp() < r->not_before)
 	{
 		req->error = pstrdup("rate_limited: inside the source's Retry-After window");

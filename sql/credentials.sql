@@ -264,6 +264,17 @@ BEGIN
 		   status = 'active', status_reason = NULL,
 		   status_at = CASE WHEN c.status <> 'active' THEN now() ELSE c.status_at END,
 		   updated_at = now();
+	/* an installed shop is reconciled even before its first delivery */
+	IF k = 'shopify_shop' THEN
+		INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, discovered_by)
+		VALUES (s.id, set_tenant_credentials.tenant, 'manual')
+		ON CONFLICT (source_id, tenant) DO NOTHING;
+	END IF;
+	/* a shop that installs the app again after app/uninstalled */
+	UPDATE webhook_inbox.tenants t SET status = 'active', reason = NULL
+	 WHERE t.source_id = s.id AND t.tenant = set_tenant_credentials.tenant AND t.status = 'disabled'
+	   AND t.reason LIKE 'uninstalled:%';
+	PERFORM webhook_inbox._tenant_reads_due(s.id, tenant);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.set_tenant_credentials(text, text, text, text, timestamptz, text, timestamptz) IS
@@ -318,7 +329,9 @@ BEGIN
 	UPDATE webhook_inbox.tenant_credentials c
 	   SET status = 'active', status_reason = NULL, status_at = now(), updated_at = now()
 	 WHERE c.source_id = s.id AND c.tenant = enable_tenant.tenant AND c.status <> 'active';
-	IF NOT FOUND AND NOT EXISTS (SELECT FROM webhook_inbox.tenant_credentials c
+	IF FOUND THEN
+		PERFORM webhook_inbox._tenant_reads_due(s.id, tenant);
+	ELSIF NOT EXISTS (SELECT FROM webhook_inbox.tenant_credentials c
 								  WHERE c.source_id = s.id AND c.tenant = enable_tenant.tenant) THEN
 		RAISE EXCEPTION 'source "%" has no credentials for tenant "%"', source, tenant
 			USING ERRCODE = 'undefined_object';
@@ -410,6 +423,21 @@ SELECT s.name AS source, c.tenant, c.kind, c.secret IS NOT NULL AS has_secret, c
 COMMENT ON VIEW @extschema@.tenant_credentials_status IS
 	'Every tenant''s credentials without their secrets: which exist, when they expire, the key id they are encrypted under, and the tenants the provider refused (flagged, for engineering) or an operator disabled.';
 
+CREATE FUNCTION @extschema@._shop_token_due(c @extschema@.tenant_credentials) RETURNS boolean
+LANGUAGE sql STABLE AS $$
+	/*
+	 * A shop's expiring access token is refreshed once a quarter of its
+	 * life, at most five minutes, is left: Shopify's expiring offline tokens
+	 * last an hour (expires_in 3600), so a read never leaves with a token
+	 * that expires on its way.
+	 */
+	SELECT c.expires_at IS NOT NULL
+	   AND c.expires_at - LEAST(interval '5 minutes',
+								(c.expires_at - coalesce(c.secret_at, c.updated_at)) / 4) <= pg_catalog.clock_timestamp()
+$$;
+COMMENT ON FUNCTION @extschema@._shop_token_due(@extschema@.tenant_credentials) IS
+	'Whether a shop''s expiring access token is due for its refresh (a quarter of its life, at most five minutes, left).';
+
 CREATE FUNCTION @extschema@._tenant_auth_plan(p_source_id integer, p_tenant text, p_fresh boolean,
 	OUT action text, OUT header text, OUT api_base text, OUT iss text, OUT private_key text,
 	OUT reason text)
@@ -420,7 +448,8 @@ LANGUAGE plpgsql AS $$
 	 * ok (header), wait (no usable credentials yet; reason), flagged (the
 	 * tenant is disabled or refused; reason), or mint (a GitHub App's
 	 * installation needs a new token: the app's key, the JWT's iss and where
-	 * to post).  A cached installation token is used until a quarter of its
+	 * to post), or refresh (a shop's expiring token is due: see
+	 * _shop_refresh_begin()).  A cached installation token is used until a quarter of its
 	 * life, at most a minute, is left (GitHub's tokens last an hour;
 	 * @octokit/auth-app keeps them 59 minutes); p_fresh skips the cache.
 	 */
@@ -448,6 +477,17 @@ BEGIN
 		ELSIF c.status <> 'active' THEN
 			action := 'flagged';
 			reason := pg_catalog.format('tenant %s is %s: %s', p_tenant, c.status, c.status_reason);
+		ELSIF c.kind = 'shopify_shop' AND EXISTS (SELECT FROM webhook_inbox.tenants x
+				   WHERE x.source_id = p_source_id AND x.tenant = p_tenant AND x.status = 'disabled'
+					 AND x.reason LIKE 'uninstalled:%') THEN
+			/* app/uninstalled: Shopify revoked the shop's tokens; no read, no refresh */
+			action := 'flagged';
+			reason := pg_catalog.format('shop %s uninstalled the app (%s)', p_tenant,
+				(SELECT x.reason FROM webhook_inbox.tenants x WHERE x.source_id = p_source_id AND x.tenant = p_tenant));
+		ELSIF c.kind = 'shopify_shop' AND c.refresh_secret IS NOT NULL AND c.expires_at IS NOT NULL
+			  AND (p_fresh OR webhook_inbox._shop_token_due(c)) THEN
+			/* an expiring offline token: _shop_refresh_begin() serialises its refresh */
+			action := 'refresh';
 		ELSIF c.expires_at IS NOT NULL AND c.expires_at <= pg_catalog.clock_timestamp() THEN
 			action := 'wait';
 			reason := pg_catalog.format('the credentials of tenant %s expired at %s', p_tenant, c.expires_at);
@@ -636,7 +676,12 @@ BEGIN
 	IF FOUND AND c.kind <> 'github_app_installation' THEN
 		action := 'flagged';
 		reason := pg_catalog.format('the provider refused the credentials of tenant %s (401)', p_tenant);
-		PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, c.kind, reason);
+		IF c.kind = 'shopify_shop' THEN
+			/* a shop's queue row, as a refused refresh makes one */
+			PERFORM webhook_inbox._flag_shop(p_source_id, p_tenant, reason);
+		ELSE
+			PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, c.kind, reason);
+		END IF;
 		RETURN;
 	END IF;
 	/* an installation without a row: its first token */
@@ -704,3 +749,209 @@ $$;
 COMMENT ON FUNCTION @extschema@._github_app_signing(text) IS
 	'A GitHub App''s JWT issuer and private key (decrypted), for _github_app_jwt(). Owner only.';
 
+
+CREATE FUNCTION @extschema@._shop_refresh_begin(p_source_id integer, p_tenant text,
+	OUT action text, OUT header text, OUT body text, OUT reason text)
+LANGUAGE plpgsql AS $$
+	/*
+	 * A shop's expiring access token is due (_tenant_auth_plan() said
+	 * refresh).  Its row is locked FOR UPDATE until the caller's
+	 * transaction ends, so one backend at a time refreshes a shop: Shopify
+	 * replaces the refresh token on every use, and a second refresh with the
+	 * one already spent is refused and loses the shop.  A backend that
+	 * waited here reads the row its winner committed and, the new token not
+	 * being due, takes it (action ok) instead of refreshing again.
+	 * action refresh: body is the JSON @shopify/shopify-api's refreshToken()
+	 * POSTs to https://{shop}/admin/oauth/access_token (client_id,
+	 * client_secret, refresh_token, grant_type); the caller posts it and
+	 * gives the answer to _shop_refresh_answer() in the same transaction.
+	 */
+DECLARE
+	s webhook_inbox.sources;
+	c webhook_inbox.tenant_credentials;
+	prev text := pg_catalog.current_setting('lock_timeout');
+	bound bigint;
+BEGIN
+	/*
+	 * A winner holds the row for its refresh request (http_timeout at
+	 * most) and the rest of its transaction: wait for it that long twice
+	 * at most, so that a session sitting in an open transaction never
+	 * stalls the worker; after that the read waits and is tried again.
+	 */
+	bound := (extract(epoch FROM 2 * coalesce(pg_catalog.current_setting('webhook_inbox.http_timeout', true),
+											  '30s')::interval) * 1000)::bigint;
+	IF prev NOT IN ('0', '0ms') THEN
+		bound := NULL;			/* the caller's own bound stands */
+	END IF;
+	BEGIN
+		IF bound IS NOT NULL THEN
+			PERFORM pg_catalog.set_config('lock_timeout', bound::text, true);
+		END IF;
+		SELECT * INTO c FROM webhook_inbox.tenant_credentials t
+		 WHERE t.source_id = p_source_id AND t.tenant = p_tenant FOR UPDATE;
+		IF bound IS NOT NULL THEN
+			PERFORM pg_catalog.set_config('lock_timeout', prev, true);
+		END IF;
+	EXCEPTION WHEN lock_not_available THEN
+		action := 'wait';
+		reason := pg_catalog.format('another session has held the credentials of shop %s for over %s (a refresh under way, or an open transaction)',
+									p_tenant, coalesce(bound || ' ms', prev));
+		RETURN;
+	END;
+	IF c.source_id IS NULL THEN
+		action := 'wait';
+		reason := pg_catalog.format('no credentials for tenant %s yet', p_tenant);
+		RETURN;
+	END IF;
+	IF c.status <> 'active' THEN
+		action := 'flagged';
+		reason := pg_catalog.format('tenant %s is %s: %s', p_tenant, c.status, c.status_reason);
+		RETURN;
+	END IF;
+	IF c.kind <> 'shopify_shop' OR c.refresh_secret IS NULL OR NOT webhook_inbox._shop_token_due(c) THEN
+		IF c.expires_at IS NOT NULL AND c.expires_at <= pg_catalog.clock_timestamp() THEN
+			action := 'wait';
+			reason := pg_catalog.format('the credentials of tenant %s expired at %s', p_tenant, c.expires_at);
+			RETURN;
+		END IF;
+		action := 'ok';
+		header := 'X-Shopify-Access-Token: '
+			|| webhook_inbox._unseal(c.secret, webhook_inbox._credential_context(c.source_id, c.tenant, 'secret'));
+		RETURN;
+	END IF;
+	IF c.refresh_expires_at IS NOT NULL AND c.refresh_expires_at <= pg_catalog.clock_timestamp() THEN
+		action := 'flagged';
+		reason := pg_catalog.format('the refresh token of shop %s expired at %s: the shop must open the app again',
+									p_tenant, c.refresh_expires_at);
+		PERFORM webhook_inbox._flag_shop(p_source_id, p_tenant, reason);
+		RETURN;
+	END IF;
+	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = p_source_id;
+	IF coalesce(s.settings ->> 'shopify_client_id', '') = '' THEN
+		action := 'wait';
+		reason := pg_catalog.format('source %s has no settings.shopify_client_id: the token of shop %s cannot be refreshed',
+									s.name, p_tenant);
+		RETURN;
+	END IF;
+	action := 'refresh';
+	/* the app's client secret is the secret Shopify signs its webhooks with: the newest one */
+	body := pg_catalog.jsonb_build_object(
+		'client_id', s.settings ->> 'shopify_client_id',
+		'client_secret', s.signing_secrets[pg_catalog.cardinality(s.signing_secrets)],
+		'refresh_token', webhook_inbox._unseal(c.refresh_secret,
+			webhook_inbox._credential_context(c.source_id, c.tenant, 'refresh_secret')),
+		'grant_type', 'refresh_token')::text;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._shop_refresh_begin(integer, text) IS
+	'For the worker: locks a shop''s credentials and says whether its token still needs the refresh (refresh, with the request body) or another backend already refreshed it (ok). Returns secrets: owner only.';
+
+CREATE FUNCTION @extschema@._flag_shop(p_source_id integer, p_tenant text, p_reason text)
+RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, 'shopify_shop', p_reason);
+	/* operators' queues show flagged tenants */
+	INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, status, reason, discovered_by)
+	VALUES (p_source_id, p_tenant, 'flagged', p_reason, 'manual')
+	ON CONFLICT (source_id, tenant) DO UPDATE SET status = 'flagged', reason = EXCLUDED.reason
+	 WHERE t.status = 'active';
+END
+$$;
+COMMENT ON FUNCTION @extschema@._flag_shop(integer, text, text) IS
+	'Flags a shop whose token Shopify refused to refresh, in its credentials and in tenants (a flagged_tenant queue row for engineering).';
+
+CREATE FUNCTION @extschema@._shop_refresh_answer(p_source_id integer, p_tenant text, p_status integer,
+	p_body text, OUT action text, OUT header text, OUT reason text)
+LANGUAGE plpgsql AS $$
+	/*
+	 * Shopify's answer to the refresh _shop_refresh_begin() prepared, in
+	 * the transaction that holds the row: 200 {access_token, expires_in,
+	 * refresh_token, refresh_token_expires_in, scope} (OfflineAccessInfo of
+	 * @shopify/shopify-api) replaces the access token and the refresh token
+	 * together, so a rotated refresh token is never lost while its access
+	 * token is kept; 400 or 401 (the refresh token refused: spent, revoked,
+	 * or the app uninstalled) flags the shop for engineering; anything else
+	 * (5xx, a transport failure: status 0, p_body its message) waits and is
+	 * tried again.
+	 */
+DECLARE
+	b jsonb;
+	tok text;
+	rtok text;
+	ttl numeric;
+	rttl numeric;
+	msg text;
+BEGIN
+	IF p_status = 200 THEN
+		BEGIN
+			b := p_body::jsonb;
+			tok := b ->> 'access_token';
+			rtok := b ->> 'refresh_token';
+			ttl := CASE WHEN jsonb_typeof(b -> 'expires_in') = 'number' THEN (b ->> 'expires_in')::numeric END;
+			rttl := CASE WHEN jsonb_typeof(b -> 'refresh_token_expires_in') = 'number'
+						 THEN (b ->> 'refresh_token_expires_in')::numeric END;
+		EXCEPTION WHEN others THEN
+			tok := NULL;
+		END;
+		IF tok IS NULL OR tok !~ '^[\x21-\x7e]+$' OR octet_length(tok) > 1024
+		   OR (rtok IS NOT NULL AND (rtok !~ '^[\x21-\x7e]+$' OR octet_length(rtok) > 1024))
+		   OR ttl IS NULL OR ttl <= 0 OR (rttl IS NOT NULL AND rttl <= 0) THEN
+			action := 'wait';
+			reason := pg_catalog.format('POST https://%s/admin/oauth/access_token answered 200 without an access_token and expires_in',
+										p_tenant);
+			RETURN;
+		END IF;
+		UPDATE webhook_inbox.tenant_credentials c
+		   SET secret = webhook_inbox._seal(tok, webhook_inbox._credential_context(p_source_id, p_tenant, 'secret')),
+			   secret_at = pg_catalog.clock_timestamp(),
+			   expires_at = pg_catalog.clock_timestamp() + ttl * interval '1 second',
+			   refresh_secret = CASE WHEN rtok IS NOT NULL THEN
+					webhook_inbox._seal(rtok, webhook_inbox._credential_context(p_source_id, p_tenant, 'refresh_secret')) END,
+			   refresh_expires_at = CASE WHEN rtok IS NOT NULL AND rttl IS NOT NULL
+					THEN pg_catalog.clock_timestamp() + rttl * interval '1 second' END,
+			   updated_at = now()
+		 WHERE c.source_id = p_source_id AND c.tenant = p_tenant;
+		action := 'ok';
+		header := 'X-Shopify-Access-Token: ' || tok;
+		RETURN;
+	END IF;
+	BEGIN
+		b := p_body::jsonb;
+		msg := left(coalesce(b ->> 'error_description', b ->> 'error', b ->> 'errors'), 200);
+	EXCEPTION WHEN others THEN
+		msg := NULL;
+	END;
+	IF p_status IN (400, 401, 403) THEN
+		action := 'flagged';
+		reason := pg_catalog.format('Shopify refused to refresh the token of shop %s (%s from POST /admin/oauth/access_token: %s)',
+									p_tenant, p_status, coalesce(msg, 'no message'));
+		PERFORM webhook_inbox._flag_shop(p_source_id, p_tenant, reason);
+		RETURN;
+	END IF;
+	action := 'wait';
+	reason := CASE WHEN p_status = 0
+				   THEN pg_catalog.format('POST https://%s/admin/oauth/access_token failed: %s', p_tenant, left(p_body, 200))
+				   ELSE pg_catalog.format('POST https://%s/admin/oauth/access_token answered %s: %s', p_tenant, p_status,
+										  coalesce(msg, 'no message')) END;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._shop_refresh_answer(integer, text, integer, text) IS
+	'For the worker: keeps Shopify''s answer to a shop''s token refresh (200: the new access token and the rotated refresh token, encrypted, in one update; 400/401/403: the shop flagged; else wait). Returns a secret: owner only.';
+
+CREATE FUNCTION @extschema@._tenant_reads_due(p_source_id integer, p_tenant text) RETURNS integer
+LANGUAGE plpgsql AS $$
+DECLARE
+	n integer;
+BEGIN
+	/* the reads that waited for the tenant's credentials (give-back credentials_wait) run now */
+	UPDATE webhook_inbox.inbox i SET next_attempt_at = now(), updated_at = now()
+	 WHERE i.source_id = p_source_id AND i.tenant = p_tenant AND i.status = 'retry'
+	   AND (i.reason LIKE 'credentials\_wait:%' OR i.reason LIKE 'credentials\_flagged:%')
+	   AND i.next_attempt_at > now();
+	GET DIAGNOSTICS n = ROW_COUNT;
+	RETURN n;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._tenant_reads_due(integer, text) IS
+	'Makes the reads that waited for a tenant''s credentials (reason credentials_wait) due at once; called when its credentials are set or re-enabled. Returns how many.';

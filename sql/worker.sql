@@ -1054,7 +1054,8 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT id integer, OUT name text, OUT kind text, OUT api_base text, OUT api_token text,
 	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
-	OUT types text, OUT repo text, OUT api_version text, OUT api text, OUT stripe_version text)
+	OUT types text, OUT repo text, OUT api_version text, OUT api text, OUT stripe_version text,
+	OUT shop_base_url text)
 LANGUAGE sql STABLE AS $$
 	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'),
 		   webhook_inbox._unseal_text(s.api_token, webhook_inbox._source_context(s.id, 'api_token')),
@@ -1064,7 +1065,8 @@ LANGUAGE sql STABLE AS $$
 		   CASE WHEN jsonb_typeof(s.settings -> 'types') = 'array'
 				THEN (SELECT string_agg(t, ',') FROM jsonb_array_elements_text(s.settings -> 'types') t) END,
 		   s.settings ->> 'repo', s.settings ->> 'api_version', s.settings ->> 'api',
-		   CASE WHEN s.kind = 'stripe' THEN coalesce(s.settings ->> 'stripe_version', '2026-10-28.endive') END
+		   CASE WHEN s.kind = 'stripe' THEN coalesce(s.settings ->> 'stripe_version', '2026-10-28.endive') END,
+		   CASE WHEN s.kind = 'shopify' THEN s.settings ->> 'shop_base_url' END
 	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
 $$;
 COMMENT ON FUNCTION @extschema@._worker_source(integer) IS

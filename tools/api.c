@@ -588,7 +588,7 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
 		sb_puts(&b, ",\"tenant\":");
-		sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
+		sb_json_str(&b, model_tenant_of(m, o));
 		sb_printf(&b, ",\"type\":\"%s\",\"id\":\"%s\",\"status\":", obj_type_name(o->type), o->id);
 		if (st)
 			sb_printf(&b, "\"%s\"", st);
@@ -615,7 +615,7 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
 		sb_puts(&b, ",\"tenant\":");
-		sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
+		sb_json_str(&b, model_tenant_of(m, o));
 		sb_printf(&b, ",\"kind\":\"%s\",\"id\":\"%s\",\"amount\":%lld,\"currency\":\"%s\"}",
 				  obj_type_name(o->type), o->id, (long long) o->amount, currency_name(o));
 	}
@@ -911,12 +911,24 @@ request_cb(struct evhttp_request *req, void *arg)
 		github_app_sim(api, req, u.path, u.query);
 		goto done;
 	}
+	if (strcmp(u.path, "/_sim/shopify/shops") == 0)
+	{
+		shopify_shops_sim(api, req);
+		goto done;
+	}
 	if (starts_with(u.path, "/_sim/"))
 	{
 		handle_sim(api, req, u.path);
 		goto done;
 	}
 	log_request(api, req);
+	if (starts_with(u.path, "/shops/"))
+	{
+		/* a Shopify app's shop: its own origin and token (shopify_api.c) */
+		count_request(api, req, u.path);
+		shopify_shop_handle(api, req, u.path, u.query);
+		goto done;
+	}
 	prov = provider_of(u.path);
 	if (prov == PROV_STRIPE && !starts_with(u.path, "/v1/"))
 	{
@@ -989,6 +1001,7 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	api->gql_rate = opt->shopify_bucket_rate > 0 ? opt->shopify_bucket_rate : 100;
 	api->gql_level = api->gql_max;
 	api->gql_at = now_monotonic();
+	shopify_shops_init(api, opt);
 	api->status = status;
 	api->status_arg = status_arg;
 	rng_seed(&api->fault_rng, opt->seed ^ 0xfa017ULL);
@@ -1066,6 +1079,7 @@ api_stop(sim_api *api)
 	idmap_free(&api->scopes);
 	idmap_free(&api->effects);
 	idmap_free(&api->idem_index);
+	shopify_shops_free(api);
 	free(api->api_token);
 	gh_app_free(api->gh_app);
 	free(api);

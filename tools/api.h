@@ -42,6 +42,10 @@ typedef struct api_options
 	uint64_t	seed;			/* of the fault draws */
 	double		shopify_bucket_max;	/* GraphQL cost bucket (0: 2000) */
 	double		shopify_bucket_rate;	/* its restore rate per second (0: 100) */
+	/* a Shopify app (model_set_shops): shops read at /shops/{shop}/admin/... */
+	const char *shopify_client_id;	/* the app's client id (NULL: none) */
+	const char *shopify_client_secret;	/* its client secret (the webhook secret) */
+	int			shopify_token_ttl;	/* seconds an access token lasts (0: 3600) */
 } api_options;
 
 /* Renders the JSON of GET /_sim/status into out. */

@@ -63,6 +63,14 @@ struct sim_api
 	double		gql_at;			/* monotonic seconds */
 	long		gql_throttled;	/* THROTTLED answers */
 
+	/* a Shopify app's shops: their tokens (shopify_api.c) */
+	struct shop_auth *shops;
+	int			nshops;
+	char	   *shop_client_id;
+	char	   *shop_client_secret;
+	int			shop_token_ttl;
+	sim_rng		shop_rng;
+
 	id_map		fetches;		/* id -> count */
 	id_map		scopes;			/* Stripe: whose credentials a /v1/ request
 								 * carried (acct_…, context:…, platform) ->
@@ -109,6 +117,20 @@ extern void github_handle(sim_api *api, struct evhttp_request *req, const char *
 /* Shopify: GET /admin/api/{version}/orders[/{id}].json, POST .../graphql.json */
 extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
+/*
+ * A Shopify app's shops (shopify_api.c): /shops/{shop}/admin/oauth/access_token
+ * (refresh_token grant) and /shops/{shop}/admin/api/... under that shop's own
+ * token; GET /_sim/shopify/shops (the install: each shop's first tokens, and
+ * the refresh counts).  shop_init after the model has its shops.
+ */
+extern void shopify_shops_init(sim_api *api, const api_options *opt);
+extern void shopify_shops_free(sim_api *api);
+extern void shopify_shop_handle(sim_api *api, struct evhttp_request *req, const char *path,
+								const char *query);
+extern void shopify_shops_sim(sim_api *api, struct evhttp_request *req);
+/* The shop (account field) a Shopify request is for; 0: no shops (the source's own). */
+extern int	shopify_request_shop;
+
 /* Shopify's GraphQL Admin API (shopify_graphql.c): one POST of graphql.json */
 extern void shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *version);
 /* GET /_sim/shopify/schema: the types and fields the simulator answers */

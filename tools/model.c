@@ -382,6 +382,46 @@ model_set_connect(sim_model *m, int n)
 			m->objs[k].account = 1 + (int) (nth++ % n);
 }
 
+void
+model_set_shops(sim_model *m, int n)
+{
+	long		nth = 0;
+
+	m->nshops = n;
+	m->shops = xcalloc((size_t) (n > 0 ? n : 1), 64);
+	for (int i = 0; i < n; i++)
+		snprintf(m->shops[i], 64, "shop-%d.myshopify.com", i + 1);
+	if (n <= 0)
+		return;
+	for (long k = 0; k < m->nroots; k++)
+		if (m->sources[m->objs[k].source].kind == WI_KIND_shopify)
+			m->objs[k].account = 1 + (int) (nth++ % n);
+}
+
+const char *
+model_shop_domain(const sim_model *m, int account)
+{
+	return account > 0 && account <= m->nshops ? m->shops[account - 1] : NULL;
+}
+
+const char *
+model_tenant_of(const sim_model *m, const sim_object *o)
+{
+	const char *t = m->sources[o->source].kind == WI_KIND_shopify ? model_shop_domain(m, o->account)
+		: model_account_id(m, o->account);
+
+	return t ? t : "";
+}
+
+int
+model_shop_of(const sim_model *m, const char *domain)
+{
+	for (int i = 0; domain != NULL && i < m->nshops; i++)
+		if (strcmp(m->shops[i], domain) == 0)
+			return i + 1;
+	return -1;
+}
+
 const char *
 model_account_id(const sim_model *m, int account)
 {
@@ -415,6 +455,7 @@ model_free(sim_model *m)
 	free(m->by_id);
 	free(m->objs);
 	free(m->accounts);
+	free(m->shops);
 	free(m->account_created);
 	idmap_free(&m->obj_ids);
 	idmap_free(&m->event_ids);
@@ -858,7 +899,8 @@ emit_event(sim_model *m, long k, const char *type)
 	sb_init(&b);
 	ev->source = o->source;
 	snprintf(ev->account, sizeof(ev->account), "%s",
-			 model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
+			 src->kind == WI_KIND_shopify ? (model_shop_domain(m, o->account) ? model_shop_domain(m, o->account) : "")
+			 : model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 	ev->object_type = obj_type_name(o->type);
 	snprintf(ev->object_id, sizeof(ev->object_id), "%s", o->id);
 	iso_time(m->clock, 1, iso, sizeof(iso));
@@ -874,7 +916,10 @@ emit_event(sim_model *m, long k, const char *type)
 		hdr_add(&ev->headers, "X-Shopify-Webhook-Id", uuid);
 		rng_uuid(&m->rng, uuid);
 		hdr_add(&ev->headers, "X-Shopify-Event-Id", uuid);
-		snprintf(domain, sizeof(domain), "%s.myshopify.com", src->name);
+		if (model_shop_domain(m, o->account))
+			snprintf(domain, sizeof(domain), "%s", model_shop_domain(m, o->account));
+		else
+			snprintf(domain, sizeof(domain), "%s.myshopify.com", src->name);
 		hdr_add(&ev->headers, "X-Shopify-Shop-Domain", domain);
 		hdr_add(&ev->headers, "X-Shopify-Triggered-At", iso);
 		hdr_add(&ev->headers, "X-Shopify-API-Version", SHOPIFY_API_VERSION);

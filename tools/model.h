@@ -152,6 +152,10 @@ typedef struct sim_model
 	char		(*accounts)[SIM_ACCOUNT_ID_LEN];
 	int64_t    *account_created;
 
+	/* a Shopify app: the shops that own the Shopify objects (their account field) */
+	int			nshops;
+	char		(*shops)[64];
+
 	/* events of one change beyond the first, delivered next */
 	sim_event	queue[SIM_MAX_QUEUE];
 	int			nqueue;
@@ -178,6 +182,19 @@ extern void model_free(sim_model *m);
  * account carries its top-level "account" (and a thin event its "context").
  */
 extern void model_set_connect(sim_model *m, int n);
+
+/*
+ * A Shopify app: n shops (shop-1.myshopify.com …) own every Shopify object,
+ * root objects spread over them in turn; each delivery carries its shop's
+ * X-Shopify-Shop-Domain.  Call after model_init, before the first event.
+ */
+extern void model_set_shops(sim_model *m, int n);
+/* The shop domain of a Shopify object's account field, or NULL: no shops. */
+extern const char *model_shop_domain(const sim_model *m, int account);
+/* The tenant that owns o (its Connect account or its shop), "" for the source's own. */
+extern const char *model_tenant_of(const sim_model *m, const sim_object *o);
+/* The account field of a shop domain, -1 if unknown. */
+extern int	model_shop_of(const sim_model *m, const char *domain);
 
 /* The account id of an object's or event's account field, or NULL: the platform. */
 extern const char *model_account_id(const sim_model *m, int account);

@@ -43,6 +43,7 @@ typedef struct serve_opts
 	double		rate;
 	double		thin_share;
 	int			connect_accounts;	/* Stripe Connect: accounts owning the objects */
+	int			shopify_shops;	/* a Shopify app: shops owning the orders */
 	unsigned	types;
 	const char *repo;			/* GitHub owner/name */
 	int64_t		epoch;			/* INT64_MIN: now */
@@ -107,6 +108,10 @@ serve_help(void)
 		 "  --thin-share P           share of Stripe subscription events sent as thin events (default 0)\n"
 		 "  --connect-accounts N     Stripe Connect: N connected accounts own the Stripe objects, each\n"
 		 "                           readable only under its Stripe-Account (default 0: the platform's)\n"
+		 "  --shopify-shops N        a Shopify app: N shops own the orders, each read only at\n"
+		 "                           /shops/{shop}/admin/ with its own expiring token (GET /_sim/shopify/shops)\n"
+		 "  --shopify-token-ttl S    seconds a shop's access token lasts (default 3600)\n"
+		 "  --shopify-client-id ID   the app's client id its token refreshes send (client_secret: its secret)\n"
 		 "  --record FILE            write the event stream as JSONL (same seed => same bytes)\n"
 		 "\n"
 		 "Delivery (only with --deliver-to):\n"
@@ -354,6 +359,9 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"rate", required_argument, NULL, 10},
 		{"thin-share", required_argument, NULL, 11},
 		{"connect-accounts", required_argument, NULL, 29},
+		{"shopify-shops", required_argument, NULL, 44},
+		{"shopify-token-ttl", required_argument, NULL, 45},
+		{"shopify-client-id", required_argument, NULL, 46},
 		{"retry-base-ms", required_argument, NULL, 12},
 		{"retry-max-ms", required_argument, NULL, 13},
 		{"max-attempts", required_argument, NULL, 14},
@@ -469,6 +477,18 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 			case 29:
 				bad = parse_int64(optarg, 0, 10000, &v) != 0;
 				o->connect_accounts = (int) v;
+				break;
+			case 44:
+				bad = parse_int64(optarg, 0, 1000, &v) != 0;
+				o->shopify_shops = (int) v;
+				break;
+			case 45:
+				bad = parse_int64(optarg, 1, 86400, &v) != 0;
+				o->api.shopify_token_ttl = (int) v;
+				break;
+			case 46:
+				bad = optarg[0] == '\0' || strlen(optarg) > 100;
+				o->api.shopify_client_id = optarg;
 				break;
 			case 12:
 				bad = parse_int64(optarg, 1, 86400000, &v) != 0;
@@ -670,6 +690,10 @@ cmd_serve(int argc, char **argv)
 			   opt.epoch == INT64_MIN ? now_epoch() : opt.epoch, opt.types, opt.repo,
 			   c.sources, c.nsources);
 	model_set_connect(&c.model, opt.connect_accounts);
+	model_set_shops(&c.model, opt.shopify_shops);
+	for (int i = 0; i < c.nsources; i++)
+		if (c.sources[i].kind == WI_KIND_shopify && opt.api.shopify_client_secret == NULL)
+			opt.api.shopify_client_secret = c.sources[i].secret;
 	/* live: the clock follows real time, so Stripe's created filters work */
 	c.model.follow_wall = opt.deliver_to != NULL && opt.epoch == INT64_MIN;
 	rng_seed(&c.chaos, opt.seed ^ 0xc4a05c4a05ULL);

@@ -21,6 +21,7 @@
 #include <event2/http.h>
 
 #include "api_int.h"
+#include "json.h"
 
 static const char *const order_params[] = {
 	"attribution_app_id", "created_at_max", "created_at_min", "fields", "financial_status",
@@ -70,6 +71,9 @@ order_visible(const sim_model *m, long k, const order_filter *f)
 	int			cancelled = strcmp(obj_status_name(o), "voided") == 0;
 
 	if (!o->exists || o->deleted || o->updated_at < f->min || o->updated_at > f->max)
+		return 0;
+	/* another shop's order is not listed at all */
+	if (shopify_request_shop > 0 && o->account != shopify_request_shop)
 		return 0;
 	if (f->since_id[0] && id_cmp(o->id, f->since_id) <= 0)
 		return 0;
@@ -291,6 +295,12 @@ shopify_handle(sim_api *api, struct evhttp_request *req, const char *path, const
 	size_t		n;
 	sim_params	ps;
 
+	if (api->nshops > 0 && shopify_request_shop == 0)
+	{
+		/* an app's shops are read each at its own domain, with its own token */
+		shop_error(req, 401, NULL, "[API] Invalid API key or access token (unrecognized login or wrong password)");
+		return;
+	}
 	p = strncmp(path, "/admin/api/", 11) == 0 ? strchr(path + 11, '/') : NULL;
 	if (p && strcmp(p, "/graphql.json") == 0)
 	{
@@ -328,7 +338,8 @@ shopify_handle(sim_api *api, struct evhttp_request *req, const char *path, const
 				break;
 		if (i < ps.n)
 			shop_error(req, 400, ps.p[i].name, "unknown parameter (Shopify ignores it; webhook-sim refuses it)");
-		else if (k < 0 || api->model->objs[k].deleted)
+		else if (k < 0 || api->model->objs[k].deleted ||
+				 (shopify_request_shop > 0 && api->model->objs[k].account != shopify_request_shop))
 			shop_error(req, 404, NULL, "Not Found");
 		else
 		{
@@ -346,4 +357,251 @@ shopify_handle(sim_api *api, struct evhttp_request *req, const char *path, const
 	else
 		shop_error(req, 404, NULL, "Not Found");
 	params_free(&ps);
+}
+
+/* ---------- a Shopify app's shops ---------- */
+
+/*
+ * A public Shopify app installed in several shops (--shopify-shops): each
+ * shop is its own origin, modelled as /shops/{shop}/ on this server, whose
+ * Admin API answers only that shop's own access token and only that shop's
+ * orders.  Offline tokens expire (expires_in, --shopify-token-ttl; Shopify's
+ * expiring offline tokens last an hour) and are refreshed as
+ * @shopify/shopify-api's refreshToken() does it: POST
+ * /admin/oauth/access_token with application/json {client_id,
+ * client_secret, refresh_token, grant_type: "refresh_token"}.  Every
+ * refresh replaces the refresh token; the one it spent is refused after
+ * that (400 {"error": "invalid_grant", ...}), which is how two concurrent
+ * refreshes lose a shop.
+ */
+
+#define SHOP_REFRESH_TTL (90 * 86400)	/* a refresh token's life */
+
+typedef struct shop_auth
+{
+	char		access[2][64];	/* the current token, and the one it replaced */
+	double		access_exp[2];	/* monotonic seconds */
+	char		refresh[64];
+	double		refresh_exp;
+	long		refreshes;		/* refreshes granted */
+	long		refused;		/* refreshes refused (a spent token among them) */
+	long		unauthorized;	/* Admin API requests answered 401 */
+} shop_auth;
+
+int			shopify_request_shop = 0;
+
+static void
+new_token(sim_api *api, const char *prefix, char *out, size_t len)
+{
+	char		tok[40];
+
+	rng_token(&api->shop_rng, tok, 32);
+	snprintf(out, len, "%s%s", prefix, tok);
+}
+
+void
+shopify_shops_init(sim_api *api, const api_options *opt)
+{
+	double		now = now_monotonic();
+
+	api->nshops = api->model ? api->model->nshops : 0;
+	api->shop_token_ttl = opt->shopify_token_ttl > 0 ? opt->shopify_token_ttl : 3600;
+	api->shop_client_id = xstrdup(opt->shopify_client_id ? opt->shopify_client_id : "sim-shopify-client-id");
+	api->shop_client_secret = opt->shopify_client_secret ? xstrdup(opt->shopify_client_secret) : NULL;
+	rng_seed(&api->shop_rng, opt->seed ^ 0x5b0b5b0bULL);
+	api->shops = xcalloc((size_t) (api->nshops > 0 ? api->nshops : 1), sizeof(shop_auth));
+	for (int i = 0; i < api->nshops; i++)
+	{
+		shop_auth  *a = &api->shops[i];
+
+		new_token(api, "shpat_", a->access[0], sizeof(a->access[0]));
+		a->access_exp[0] = now + api->shop_token_ttl;
+		new_token(api, "shprt_", a->refresh, sizeof(a->refresh));
+		a->refresh_exp = now + SHOP_REFRESH_TTL;
+	}
+}
+
+void
+shopify_shops_free(sim_api *api)
+{
+	free(api->shops);
+	free(api->shop_client_id);
+	free(api->shop_client_secret);
+}
+
+/* RFC 6749 §5.2's error shape, as Shopify's token endpoint answers */
+static void
+oauth_error(struct evhttp_request *req, int code, const char *error, const char *description)
+{
+	sbuf		b;
+
+	sb_init(&b);
+	sb_puts(&b, "{\"error\":");
+	sb_json_str(&b, error);
+	sb_puts(&b, ",\"error_description\":");
+	sb_json_str(&b, description);
+	sb_putc(&b, '}');
+	api_reply(req, code, b.data);
+	sb_free(&b);
+}
+
+static void
+handle_token(sim_api *api, struct evhttp_request *req, shop_auth *a)
+{
+	static const char *const fields[] = {"client_id", "client_secret", "refresh_token", "grant_type", NULL};
+	const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+	size_t		len;
+	char	   *body = api_request_body(req, &len);
+	char		jerr[200];
+	jv		   *in = NULL;
+	const char *grant;
+	const char *client;
+	const char *secret;
+	const char *refresh;
+	double		now = now_monotonic();
+	sbuf		b;
+
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST)
+	{
+		oauth_error(req, 405, "invalid_request", "POST the token request");
+		goto done;
+	}
+	if (ctype == NULL || strncmp(ctype, "application/json", 16) != 0)
+	{
+		oauth_error(req, 400, "invalid_request", "send the request as application/json");
+		goto done;
+	}
+	in = jv_parse(body, len, jerr, sizeof(jerr));
+	if (in == NULL || in->type != JV_OBJ)
+	{
+		oauth_error(req, 400, "invalid_request", "the body is not a JSON object");
+		goto done;
+	}
+	for (size_t i = 0; i < in->n; i++)
+		if (!params_name_in(fields, in->keys[i]))
+		{
+			/* Shopify ignores what it does not know; webhook-sim refuses it so that it shows */
+			oauth_error(req, 400, "invalid_request", "unknown parameter (webhook-sim refuses it)");
+			goto done;
+		}
+	grant = jv_string(jv_get(in, "grant_type"));
+	client = jv_string(jv_get(in, "client_id"));
+	secret = jv_string(jv_get(in, "client_secret"));
+	refresh = jv_string(jv_get(in, "refresh_token"));
+	if (grant == NULL || strcmp(grant, "refresh_token") != 0)
+	{
+		oauth_error(req, 400, "unsupported_grant_type",
+					"webhook-sim models the refresh_token grant of expiring offline tokens only");
+		goto done;
+	}
+	if (client == NULL || secret == NULL || strcmp(client, api->shop_client_id) != 0 ||
+		api->shop_client_secret == NULL || strcmp(secret, api->shop_client_secret) != 0)
+	{
+		a->refused++;
+		oauth_error(req, 400, "invalid_client", "Client authentication failed: wrong client_id or client_secret");
+		goto done;
+	}
+	if (refresh == NULL || strcmp(refresh, a->refresh) != 0 || now >= a->refresh_exp)
+	{
+		a->refused++;
+		oauth_error(req, 400, "invalid_grant", "The refresh token is invalid, expired, or was already used");
+		goto done;
+	}
+	/* the refresh token is spent: a new one replaces it, and a new access token the current one */
+	memcpy(a->access[1], a->access[0], sizeof(a->access[0]));
+	a->access_exp[1] = a->access_exp[0];
+	new_token(api, "shpat_", a->access[0], sizeof(a->access[0]));
+	a->access_exp[0] = now + api->shop_token_ttl;
+	new_token(api, "shprt_", a->refresh, sizeof(a->refresh));
+	a->refresh_exp = now + SHOP_REFRESH_TTL;
+	a->refreshes++;
+	sb_init(&b);
+	sb_puts(&b, "{\"access_token\":");
+	sb_json_str(&b, a->access[0]);
+	sb_printf(&b, ",\"scope\":\"read_orders\",\"expires_in\":%d,\"refresh_token\":", api->shop_token_ttl);
+	sb_json_str(&b, a->refresh);
+	sb_printf(&b, ",\"refresh_token_expires_in\":%d}", SHOP_REFRESH_TTL);
+	api_reply(req, 200, b.data);
+	sb_free(&b);
+done:
+	jv_free(in);
+	free(body);
+}
+
+void
+shopify_shop_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
+{
+	const char *p = path + strlen("/shops/");
+	const char *slash = strchr(p, '/');
+	char		shop[128];
+	int			k;
+	shop_auth  *a;
+	const char *token;
+	double		now = now_monotonic();
+
+	if (slash == NULL || (size_t) (slash - p) >= sizeof(shop))
+	{
+		shop_error(req, 404, NULL, "Not Found");
+		return;
+	}
+	memcpy(shop, p, (size_t) (slash - p));
+	shop[slash - p] = '\0';
+	k = model_shop_of(api->model, shop);
+	if (k <= 0 || api->shops == NULL)
+	{
+		shop_error(req, 404, NULL, "Not Found");
+		return;
+	}
+	a = &api->shops[k - 1];
+	if (strcmp(slash, "/admin/oauth/access_token") == 0)
+	{
+		handle_token(api, req, a);
+		return;
+	}
+	token = evhttp_find_header(evhttp_request_get_input_headers(req), "X-Shopify-Access-Token");
+	if (token == NULL ||
+		!((strcmp(token, a->access[0]) == 0 && now < a->access_exp[0]) ||
+		  (a->access[1][0] && strcmp(token, a->access[1]) == 0 && now < a->access_exp[1])))
+	{
+		a->unauthorized++;
+		shop_error(req, 401, NULL, "[API] Invalid API key or access token (unrecognized login or wrong password)");
+		return;
+	}
+	shopify_request_shop = k;
+	shopify_handle(api, req, slash, query);
+	shopify_request_shop = 0;
+}
+
+/* GET /_sim/shopify/shops: the install (each shop's tokens now) and the counts */
+void
+shopify_shops_sim(sim_api *api, struct evhttp_request *req)
+{
+	double		now = now_monotonic();
+	sbuf		b;
+
+	sb_init(&b);
+	sb_puts(&b, "{\"client_id\":");
+	sb_json_str(&b, api->shop_client_id ? api->shop_client_id : "");
+	sb_printf(&b, ",\"token_ttl\":%d,\"shops\":[", api->shop_token_ttl);
+	for (int i = 0; i < api->nshops; i++)
+	{
+		shop_auth  *a = &api->shops[i];
+		long		orders = 0;
+
+		for (long k = 0; k < api->model->nobjs; k++)
+			if (api->model->objs[k].type == OT_ORDER && api->model->objs[k].account == i + 1)
+				orders++;
+		sb_puts(&b, i ? ",{\"shop\":" : "{\"shop\":");
+		sb_json_str(&b, api->model->shops[i]);
+		sb_puts(&b, ",\"access_token\":");
+		sb_json_str(&b, a->access[0]);
+		sb_printf(&b, ",\"expires_in\":%.0f,\"refresh_token\":", a->access_exp[0] - now);
+		sb_json_str(&b, a->refresh);
+		sb_printf(&b, ",\"refresh_token_expires_in\":%.0f,\"refreshes\":%ld,\"refused\":%ld,"
+				  "\"unauthorized\":%ld,\"orders\":%ld}",
+				  a->refresh_exp - now, a->refreshes, a->refused, a->unauthorized, orders);
+	}
+	sb_puts(&b, "]}");
+	api_reply(req, 200, b.data);
+	sb_free(&b);
 }

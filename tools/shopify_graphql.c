@@ -918,6 +918,9 @@ list_orders(rctx *r, gql_field *f, order_page *pg, long *first_out)
 
 		if (o->type != OT_ORDER || !o->exists || o->deleted)
 			continue;
+		/* a shop's token lists that shop's orders only */
+		if (shopify_request_shop > 0 && o->account != shopify_request_shop)
+			continue;
 		if (o->updated_at < min || (strict && o->updated_at == min))
 			continue;
 		all[nall++] = k;
@@ -1090,7 +1093,8 @@ render_root_field(rctx *r, sbuf *out, gql_field *f)
 					  idmap_get(&r->api->fetches, gid + strlen(pre)) < 0 ? 1
 					  : idmap_get(&r->api->fetches, gid + strlen(pre)) + 1);
 		}
-		if (k < 0 || m->objs[k].deleted || !m->objs[k].exists)
+		if (k < 0 || m->objs[k].deleted || !m->objs[k].exists ||
+			(shopify_request_shop > 0 && m->objs[k].account != shopify_request_shop))
 			sb_puts(out, "null");
 		else
 			render_sel(r, out, "Order", &m->objs[k], f);

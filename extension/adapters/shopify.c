@@ -31,6 +31,11 @@
  *
  * An order's version is its updated_at (one-second resolution, made safe by
  * the tie rule) and its status is financial_status.
+ *
+ * A Shopify app (settings.tenants): every shop's webhooks arrive at the one
+ * source, told apart by X-Shopify-Shop-Domain, and each shop is read at its
+ * own origin with its own X-Shopify-Access-Token (wi_shopify_shop_base(),
+ * credentials.c's refresh of expiring offline tokens).
  */
 #include "postgres.h"
 
@@ -347,7 +352,79 @@ shopify_answer_shape(const WiSource *src)
 	return use_graphql(src, &known) ? "webhook_inbox.shopify_rest_answer" : NULL;
 }
 
+/* ---------- a Shopify app's shops ---------- */
+
+/* a shop as Shopify names it in X-Shopify-Shop-Domain: {name}.myshopify.com */
+static bool
+shop_domain_ok(const char *shop)
+{
+	size_t		n = strlen(shop);
+	const char *suffix = ".myshopify.com";
+	size_t		sn = strlen(suffix);
+
+	if (n <= sn || n > 255 || strcmp(shop + n - sn, suffix) != 0)
+		return false;
+	if (!((shop[0] >= 'a' && shop[0] <= 'z') || (shop[0] >= '0' && shop[0] <= '9')))
+		return false;
+	for (size_t i = 0; i < n - sn; i++)
+		if (!((shop[i] >= 'a' && shop[i] <= 'z') || (shop[i] >= '0' && shop[i] <= '9') || shop[i] == '-'))
+			return false;
+	return true;
+}
+
+/*
+ * Where a Shopify app's shop is read: https://{shop}, its own origin and
+ * no other, the shop being the verified X-Shopify-Shop-Domain of a signed
+ * delivery (a myshopify.com domain, refused otherwise).  A source whose
+ * settings.shop_base_url names a template (http://127.0.0.1:8080/shops/{shop})
+ * keeps its shops under api_base instead, for a test against a simulator:
+ * the template moves paths only, since every request it makes must still
+ * be on api_base's origin (wi_http_refusal()).  Returns the base (no
+ * trailing slash) and *origin, or NULL with *reason.  Token requests
+ * (credentials.c) and reads (tenant_base below) use it alike.
+ */
+char *
+wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin, char **reason)
+{
+	*origin = NULL;
+	*reason = NULL;
+	if (shop == NULL || !shop_domain_ok(shop))
+	{
+		*reason = psprintf("tenant \"%s\" is not a shop's myshopify.com domain", shop ? shop : "");
+		return NULL;
+	}
+	if (src->shop_base_url != NULL)
+	{
+		const char *const keys[] = {"shop", NULL};
+		const char *const values[] = {shop, NULL};
+		char	   *base;
+		size_t		n;
+
+		if (src->api_base == NULL || strstr(src->shop_base_url, "{shop}") == NULL)
+		{
+			*reason = psprintf("source \"%s\": settings.shop_base_url must name {shop} and api_base its origin",
+							   src->name);
+			return NULL;
+		}
+		base = wi_template(src->shop_base_url, keys, values);
+		n = strlen(base);
+		while (n > 0 && base[n - 1] == '/')
+			base[--n] = '\0';
+		*origin = src->api_base;
+		return base;
+	}
+	*origin = psprintf("https://%s", shop);
+	return *origin;
+}
+
+static char *
+shopify_tenant_base(const WiSource *src, const char *tenant, char **origin, char **reason)
+{
+	return wi_shopify_shop_base(src, tenant, origin, reason);
+}
+
 const WiAdapter wi_adapter_shopify = {
 	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0, NULL, NULL,
-	shopify_object_body, shopify_list_body, shopify_read_answer, shopify_answer_shape
+	shopify_object_body, shopify_list_body, shopify_read_answer, shopify_answer_shape,
+	shopify_tenant_base
 };
