@@ -837,7 +837,8 @@ BEGIN
 	/* the app's client secret is the secret Shopify signs its webhooks with: the newest one */
 	body := pg_catalog.jsonb_build_object(
 		'client_id', s.settings ->> 'shopify_client_id',
-		'client_secret', s.signing_secrets[pg_catalog.cardinality(s.signing_secrets)],
+		'client_secret', webhook_inbox._unseal_text(s.signing_secrets[pg_catalog.cardinality(s.signing_secrets)],
+			webhook_inbox._source_context(s.id, 'signing_secrets')),
 		'refresh_token', webhook_inbox._unseal(c.refresh_secret,
 			webhook_inbox._credential_context(c.source_id, c.tenant, 'refresh_secret')),
 		'grant_type', 'refresh_token')::text;
