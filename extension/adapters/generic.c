@@ -89,5 +89,9 @@ generic_auth_header(const WiSource *src)
 }
 
 const WiAdapter wi_adapter_generic = {
-	"generic", generic_type_map, generic_object_url, generic_list_url, generic_auth_header, NULL, 0, NULL, NULL
+	.kind = "generic",
+	.type_map = generic_type_map,
+	.object_url = generic_object_url,
+	.list_url = generic_list_url,
+	.auth_header = generic_auth_header,
 };

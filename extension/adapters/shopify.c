@@ -424,7 +424,14 @@ shopify_tenant_base(const WiSource *src, const char *tenant, char **origin, char
 }
 
 const WiAdapter wi_adapter_shopify = {
-	"shopify", shopify_type_map, shopify_object_url, shopify_list_url, shopify_auth_header, NULL, 0, NULL, NULL,
-	shopify_object_body, shopify_list_body, shopify_read_answer, shopify_answer_shape,
-	shopify_tenant_base
+	.kind = "shopify",
+	.type_map = shopify_type_map,
+	.object_url = shopify_object_url,
+	.list_url = shopify_list_url,
+	.auth_header = shopify_auth_header,
+	.object_body = shopify_object_body,
+	.list_body = shopify_list_body,
+	.read_answer = shopify_read_answer,
+	.answer_shape = shopify_answer_shape,
+	.tenant_base = shopify_tenant_base,
 };

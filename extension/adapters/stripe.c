@@ -177,6 +177,13 @@ stripe_tenants_url(const WiSource *src, const char *cursor)
 }
 
 const WiAdapter wi_adapter_stripe = {
-	"stripe", stripe_type_map, stripe_object_url, stripe_list_url, stripe_auth_header,
-	stripe_events_url, STRIPE_EVENTS_WINDOW_S, stripe_scope_headers, stripe_tenants_url
+	.kind = "stripe",
+	.type_map = stripe_type_map,
+	.object_url = stripe_object_url,
+	.list_url = stripe_list_url,
+	.auth_header = stripe_auth_header,
+	.events_url = stripe_events_url,
+	.events_window_s = STRIPE_EVENTS_WINDOW_S,
+	.scope_headers = stripe_scope_headers,
+	.tenants_url = stripe_tenants_url,
 };
