@@ -68,4 +68,11 @@ extern void wi_tenant_flag(int32 source_id, const char *tenant, const char *reas
 extern char *wi_github_tenant_auth_header(const WiSource *src, const char *tenant, int flags,
 										  WiAuthStatus *status, char **reason);
 
+/*
+ * adapters/github.c: whether the source is a GitHub App (needs a
+ * transaction), and the first page of an installation's repositories.
+ */
+extern bool wi_github_is_app(int32 source_id);
+extern char *wi_github_repositories_url(const WiSource *src);
+
 #endif							/* WI_CREDENTIALS_H */

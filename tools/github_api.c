@@ -286,9 +286,32 @@ github_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 	}
 	if (strncmp(rest, m->repo, rl) != 0 || rest[rl] != '/')
 	{
-		/* another repository: 404, once a GitHub App's token passed */
-		if (github_app_repo_access(api, req, NULL))
-			gh_error(req, 404, "Not Found", NULL);
+		const char *sl = strchr(rest, '/');
+		const char *end = sl ? strchr(sl + 1, '/') : NULL;
+		char	   *other;
+
+		if (api->gh_app == NULL || end == NULL)
+		{
+			/* another repository: 404, once a GitHub App's token passed */
+			if (github_app_repo_access(api, req, NULL))
+				gh_error(req, 404, "Not Found", NULL);
+			return;
+		}
+
+		/*
+		 * A repository granted to the token's installation that the model
+		 * made nothing in: its lists are empty, its numbers 404; one not
+		 * granted is 404 (github_app_repo_access answers).
+		 */
+		other = xstrndup(rest, (size_t) (end - rest));
+		if (github_app_repo_access(api, req, other))
+		{
+			if (strcmp(end, "/issues") == 0 || strcmp(end, "/pulls") == 0)
+				api_reply(req, 200, "[]");
+			else
+				gh_error(req, 404, "Not Found", NULL);
+		}
+		free(other);
 		return;
 	}
 	/* a GitHub App reads with the token of an installation that has the repository */

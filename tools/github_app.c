@@ -768,6 +768,30 @@ github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *rep
 	return 0;
 }
 
+/*
+ * The installation the model's repository is granted to, as its tenant id
+ * ("installation.id" of its webhooks): what /_sim/truth names as the
+ * tenant of its issues and pull requests.  NULL without an app, or when no
+ * installation that is not removed has it.
+ */
+const char *
+github_app_repo_tenant(sim_api *api)
+{
+	static char buf[32];
+	gh_app	   *app = api->gh_app;
+
+	if (app == NULL)
+		return NULL;
+	for (int i = 0; i < app->ninst; i++)
+		for (int k = 0; k < app->inst[i].nrepos; k++)
+			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], api->model->repo) == 0)
+			{
+				snprintf(buf, sizeof(buf), "%lld", (long long) app->inst[i].id);
+				return buf;
+			}
+	return NULL;
+}
+
 void
 github_app_sim(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {

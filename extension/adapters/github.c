@@ -19,6 +19,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
 #include "credentials.h"
 #include "provider.h"
 
@@ -85,6 +89,51 @@ wi_github_tenant_auth_header(const WiSource *src, const char *tenant, int flags,
 	if (*status == WI_AUTH_NONE)
 		return github_auth_header(src);
 	return *status == WI_AUTH_OK ? header : NULL;
+}
+
+/*
+ * Whether source_id is a GitHub App source (set_github_app() gave it
+ * settings.github_app_id): its tenants are installations, each read under
+ * its own installation token, each over the repositories GitHub lists for
+ * it.  Needs a transaction.
+ */
+bool
+wi_github_is_app(int32 source_id)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(source_id)};
+	bool		result = false;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT s.kind = 'github' AND s.settings ? 'github_app_id' "
+							   "FROM webhook_inbox.sources s WHERE s.id = $1",
+							   1, types, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: reading source %d failed: %s", source_id,
+			 SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		result = !isnull && DatumGetBool(d);
+	}
+	SPI_finish();
+	return result;
+}
+
+/*
+ * The first page of the repositories an installation was granted: GET
+ * /installation/repositories (installation token; per_page at most 100,
+ * later pages by the Link header), answered {total_count,
+ * repository_selection, repositories: [{full_name, ...}]}.
+ */
+char *
+wi_github_repositories_url(const WiSource *src)
+{
+	return psprintf("%s/installation/repositories?per_page=100", src->api_base);
 }
 
 const WiAdapter wi_adapter_github = {
