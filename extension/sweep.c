@@ -127,6 +127,9 @@ load_step(void *arg)
 		wi_spi_exec("SELECT (SELECT t.context FROM webhook_inbox.tenants t "
 					"WHERE t.source_id = $1 AND t.tenant = $2)", 2, t, v, NULL, SPI_OK_SELECT);
 		s->context = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		/* after an SPI call the current context is SPI's, gone at the step's end */
+		if (s->context != NULL)
+			s->context = MemoryContextStrdup(wi_step_cxt(), s->context);
 	}
 	/*
 	 * A GitHub App's installation is read over the repositories GitHub
@@ -136,7 +139,35 @@ load_step(void *arg)
 	s->gh_app = s->tenant[0] != '\0' && s->src != NULL && strcmp(s->src->kind, "github") == 0 &&
 		wi_github_is_app(s->source_id);
 	if (s->gh_app && s->src->repo == NULL)
-		s->src->repo = pstrdup("installation/repositories");
+		s->src->repo = MemoryContextStrdup(wi_step_cxt(), "installation/repositories");
+
+	/*
+	 * Any other GitHub source (an organisation's webhook: one hook, many
+	 * repositories) reads every repository its deliveries named (the
+	 * repository of each webhook the mirror keeps of the type, the url of
+	 * each listed issue and pull request) and settings.repo.
+	 */
+	if (!s->gh_app && s->src != NULL && strcmp(s->src->kind, "github") == 0)
+	{
+		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		v[4] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->tenant),
+			CStringGetTextDatum(s->object_type), s->src->repo ? CStringGetTextDatum(s->src->repo) : (Datum) 0};
+		char		nl[4] = {' ', ' ', ' ', s->src->repo ? ' ' : 'n'};
+
+		wi_spi_exec("SELECT DISTINCT r FROM (SELECT coalesce(substring(o.state -> 'repository' ->> 'full_name' "
+					"FROM '^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)$'), substring(o.state ->> 'url' FROM "
+					"'/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/(?:issues|pulls)/[0-9]+$')) AS r "
+					"FROM webhook_inbox.objects o WHERE o.source_id = $1 AND o.tenant = $2 "
+					"AND o.object_type = $3 UNION ALL SELECT $4) x WHERE r IS NOT NULL ORDER BY 1",
+					4, t, v, nl, SPI_OK_SELECT);
+		s->nrepos = (int) SPI_processed;
+		s->repos = MemoryContextAlloc(wi_step_cxt(), sizeof(char *) * Max(s->nrepos, 1));
+		for (int i = 0; i < s->nrepos; i++)
+			s->repos[i] = MemoryContextStrdup(wi_step_cxt(),
+											  SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		if (s->nrepos > 0 && s->src->repo == NULL)
+			s->src->repo = s->repos[0];
+	}
 	s->supported = s->adapter != NULL &&
 		s->adapter->type_map(s->src, s->object_type, &s->type) &&
 		s->adapter->list_url(s->src, &s->type, WI_LIST_ALL, NULL) != NULL;
@@ -795,12 +826,15 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *tenant, const ch
 		s.error = psprintf("reading the skipped objects failed: %s", err);
 	repair_by_id(&s, steps, s.retry, s.nretry, pass_cxt, page_cxt);
 
-	/* the repositories a GitHub App's installation was granted, each listed in turn */
+	/*
+	 * GitHub: the repositories a GitHub App's installation was granted, or
+	 * those a plain source's deliveries named, each listed in turn
+	 */
 	if (s.gh_app && s.error == NULL)
 		list_repositories(&s, pass_cxt);
-	for (int ri = 0; s.error == NULL && ri < (s.gh_app ? s.nrepos : 1); ri++)
+	for (int ri = 0; s.error == NULL && ri < (s.gh_app || s.repos != NULL ? s.nrepos : 1); ri++)
 	{
-		if (s.gh_app)
+		if (s.gh_app || s.repos != NULL)
 			s.src->repo = s.repos[ri];
 		url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
 			: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);

@@ -87,8 +87,6 @@ for my $seed (@seeds)
 		'--github-token-ttl', '3', '--deliver-to', $rcv->{url}, '--drop', '0.15', '--duplicate', '0.1',
 		'--reorder-ms', '150', '--concurrency', 8, '--retry-base-ms', 100, '--rate', 50);
 	q1("UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
-	# installation 102 sends no webhook (its repository is empty): registered as GET /app/installations would
-	q1("INSERT INTO webhook_inbox.tenants (source_id, tenant, discovered_by) VALUES ($sid, '102', 'manual')");
 	set_conf('webhook_inbox.sweep_interval', '1s');
 
 	if ($first)
@@ -107,6 +105,14 @@ for my $seed (@seeds)
 		is(q1("SELECT status FROM webhook_inbox.tenant_credentials_status WHERE source = '$src' AND tenant = ''"),
 			'disabled', "seed $seed: tenant_credentials_status shows the disabled key");
 		q1("SELECT webhook_inbox.enable_tenant('$src', '')");
+		# installation 102 sends no webhook (its repository is empty): GET /app/installations names it
+		is(q1("SELECT webhook_inbox.discover_tenants('$src')"), 2, "seed $seed: GET /app/installations lists both");
+	}
+	else
+	{
+		ok(poll_until(sub {
+			q1("SELECT discovered_by FROM webhook_inbox.tenants WHERE source_id = $sid AND tenant = '102'") eq 'list'
+		}, 30), "seed $seed: the worker found installation 102 in GET /app/installations");
 	}
 
 	my $done = poll_until(sub {
@@ -185,10 +191,61 @@ for my $seed (@seeds)
 			'unsuspended and enabled, it is swept again');
 		verify_source($node, $src, $sim, 'after the suspension');
 		set_conf('webhook_inbox.full_sweep_interval', undef);
+
+		# the installation's own lifecycle webhooks (X-GitHub-Event: installation)
+		my $n = 0;
+		my $life = sub {
+			my ($action, $id) = @_;
+			$n++;
+			q1("SELECT webhook_inbox.intake('$src', ARRAY['x-github-delivery', 'life-$seed-$n', 'x-github-event', "
+				  . "'installation'], convert_to('{\"action\":\"$action\",\"installation\":{\"id\":$id}}', 'UTF8'))");
+			return q1("SELECT status FROM webhook_inbox.tenants WHERE source_id = $sid AND tenant = '$id'");
+		};
+		is($life->('suspend', 102), 'flagged', 'installation.suspend flags the installation');
+		is(q1("SELECT owner || ' ' || tenant FROM webhook_inbox.queues WHERE source = '$src' AND queue = 'flagged_tenant'"),
+			'engineering 102', 'a flagged_tenant row for engineering');
+		is($life->('unsuspend', 102), 'active', 'installation.unsuspend makes it active again');
+		is($life->('deleted', 102), 'disabled', 'installation.deleted disables it');
+		is($life->('unsuspend', 102), 'disabled', 'and an unsuspend does not bring a deleted installation back');
+		like(q1("SELECT reason FROM webhook_inbox.tenants WHERE source_id = $sid AND tenant = '102'"),
+			qr/^uninstalled: installation\.deleted received at /, 'the reason says which webhook and when');
+		my $before = q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '102'");
+		set_conf('webhook_inbox.sweep_interval', '1s');
+		ok(poll_until(sub {
+			q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '101' "
+				. "AND started_at > now() - interval '1 second'") > 0
+		}, 20), 'the worker sweeps on');
+		is(q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '102'"), $before,
+			'but no longer the deleted installation');
 	}
 	set_conf('webhook_inbox.sweep_interval', undef);
 	stop_proc($sim);
 }
+# An organisation's webhook (no app, one hook for its repositories, no
+# settings.repo): the sweeps list every repository its deliveries named.
+{
+	my $src = 'ghorg';
+	q1("SELECT webhook_inbox.create_source('$src', 'github', 'org_secret', api_base => 'http://127.0.0.1:9', "
+		  . "api_token => 'ghp_orgtoken')");
+	my $sid = q1("SELECT id FROM webhook_inbox.sources WHERE name = '$src'");
+	my $sim = start_sim('--github', "$src:org_secret", '--seed', 55, '--objects', 40, '--events', 200,
+		'--github-repo', 'octo-org/widgets', '--api-token', 'ghp_orgtoken', '--deliver-to', $rcv->{url},
+		'--drop', '0.2', '--duplicate', '0.1', '--reorder-ms', '100', '--concurrency', 8, '--retry-base-ms', 100);
+	q1("UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
+	ok(poll_until(sub { my (undef, $st) = http_json('GET', "$sim->{url}/_sim/status"); $st && $st->{done} }, 60),
+		'organisation hook: stream delivered');
+	wait_drained($node, 'organisation hook');
+	ok(!verified($src, $sim), 'organisation hook: the holed stream left differences');
+	for my $t (@types)
+	{
+		is(q1("SELECT status FROM webhook_inbox.sweep_now('$src', '$t', 'full')"), 'complete',
+			"organisation hook: a full pass of $t over the repository the deliveries named");
+	}
+	wait_drained($node, 'organisation hook sweeps');
+	verify_source($node, $src, $sim, 'organisation hook');
+	stop_proc($sim);
+}
+
 my $secs = Time::HiRes::time() - $t_start;
 cmp_ok($secs, '<', 90, sprintf('done in %.1f s', $secs));
 done_testing();
