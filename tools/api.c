@@ -588,8 +588,9 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
 		sb_puts(&b, ",\"tenant\":");
-		if ((o->type == OT_ISSUE || o->type == OT_PULL) && github_app_repo_tenant(api) != NULL)
-			sb_json_str(&b, github_app_repo_tenant(api));	/* a GitHub App's installation */
+		if ((o->type == OT_ISSUE || o->type == OT_PULL) &&
+			github_app_repo_tenant(api, model_gh_repo(m, o)) != NULL)
+			sb_json_str(&b, github_app_repo_tenant(api, model_gh_repo(m, o)));	/* an installation */
 		else
 			sb_json_str(&b, model_account_id(m, o->account) ? model_account_id(m, o->account) : "");
 		sb_printf(&b, ",\"type\":\"%s\",\"id\":\"%s\",\"status\":", obj_type_name(o->type), o->id);

@@ -769,13 +769,13 @@ github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *rep
 }
 
 /*
- * The installation the model's repository is granted to, as its tenant id
+ * The installation a model's repository is granted to, as its tenant id
  * ("installation.id" of its webhooks): what /_sim/truth names as the
  * tenant of its issues and pull requests.  NULL without an app, or when no
  * installation that is not removed has it.
  */
 const char *
-github_app_repo_tenant(sim_api *api)
+github_app_repo_tenant(sim_api *api, const char *repo)
 {
 	static char buf[32];
 	gh_app	   *app = api->gh_app;
@@ -784,7 +784,7 @@ github_app_repo_tenant(sim_api *api)
 		return NULL;
 	for (int i = 0; i < app->ninst; i++)
 		for (int k = 0; k < app->inst[i].nrepos; k++)
-			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], api->model->repo) == 0)
+			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], repo) == 0)
 			{
 				snprintf(buf, sizeof(buf), "%lld", (long long) app->inst[i].id);
 				return buf;
@@ -853,14 +853,33 @@ api_github_app_event(sim_api *api, sim_event *ev)
 {
 	gh_app	   *app = api->gh_app;
 	const gh_installation *in = NULL;
+	const char *repo = api->model->repo;
+	char		full[128];
 	char		node[64];
+	const char *p;
 	sbuf		b;
 
 	if (app == NULL || ev->body == NULL || ev->body_len < 2 || ev->body[0] != '{')
 		return;
+	/* the repository the event's repository member names (model.c writes it last but one) */
+	p = strstr(ev->body, ",\"repository\":{");
+	p = p ? strstr(p, "\"full_name\":\"") : NULL;
+	if (p != NULL)
+	{
+		size_t		len;
+
+		p += strlen("\"full_name\":\"");
+		len = strcspn(p, "\"");
+		if (len < sizeof(full))
+		{
+			memcpy(full, p, len);
+			full[len] = '\0';
+			repo = full;
+		}
+	}
 	for (int i = 0; i < app->ninst && in == NULL; i++)
 		for (int k = 0; k < app->inst[i].nrepos; k++)
-			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], api->model->repo) == 0)
+			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], repo) == 0)
 			{
 				in = &app->inst[i];
 				break;

@@ -91,7 +91,8 @@ serve_help(void)
 		 "  --stripe NAME:SECRET     Stripe-kind source: the Stripe types of --types\n"
 		 "  --shopify NAME:SECRET    Shopify-kind source: orders\n"
 		 "  --github NAME:SECRET     GitHub-kind source: issues and pull requests\n"
-		 "  --github-repo OWNER/NAME the repository of the GitHub API (default acme/widgets)\n"
+		 "  --github-repo OWNER/NAME the repository of the GitHub API (default acme/widgets);\n"
+		 "                           several comma-separated spread the objects over them\n"
 		 "  --github-app ID[:CLIENT_ID]  the API is a GitHub App's: reads need an installation\n"
 		 "                           token, minted with a JWT (RS256) whose iss is ID or CLIENT_ID\n"
 		 "  --github-app-key FILE    the app's public key (or private key) in PEM\n"
@@ -524,11 +525,22 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				break;
 			case 27:
 				{
-					const char *sl = strchr(optarg, '/');
+					/* OWNER/NAME, or several comma-separated (at most SIM_MAX_REPOS) */
+					const char *p = optarg;
+					int			n = 0;
 
 					o->repo = optarg;
-					bad = sl == NULL || sl == optarg || sl[1] == '\0' || strchr(sl + 1, '/') != NULL ||
-						strlen(optarg) >= 100;
+					bad = strlen(optarg) >= 100 || *p == '\0';
+					while (!bad && *p)
+					{
+						size_t		len = strcspn(p, ",");
+						const char *sl = memchr(p, '/', len);
+
+						bad = sl == NULL || sl == p || (size_t) (sl - p) == len - 1 ||
+							memchr(sl + 1, '/', len - (size_t) (sl - p) - 1) != NULL || ++n > SIM_MAX_REPOS ||
+							(p[len] == ',' && p[len + 1] == '\0');
+						p += len + (p[len] == ',' ? 1 : 0);
+					}
 					break;
 				}
 			case 40:

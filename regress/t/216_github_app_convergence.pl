@@ -1,9 +1,11 @@
 # Convergence of a GitHub App against webhook-sim modelling one strictly
 # (--github-app, tools/github_app.c).
 #
-# The app has two installations: 101 was granted the repository the model
-# makes its issues and pull requests in (and a second, empty one), 102 an
-# empty repository of another account.  Installation tokens last 3 s
+# The app has three installations: the model spreads its issues and pull
+# requests over two repositories, acme/anvils granted to 101 (with an empty
+# acme/spare) and beta/bolts to 102; 103 was granted only an empty
+# repository and sends no webhook (GET /app/installations names it).
+# Installation tokens last 3 s
 # (--github-token-ttl), so they expire many times while the stream is
 # delivered and swept.  A repository is readable only with the token of
 # the installation it was granted to; every other read is 401, 403 or 404.
@@ -82,8 +84,9 @@ for my $seed (@seeds)
 	# the first seed's app key is disabled while the stream begins: its reads wait
 	q1("SELECT webhook_inbox.disable_tenant('$src', '', 'the app key is being rotated')") if $first;
 	my $sim = start_sim('--github', "$src:$secret", '--seed', $seed, '--objects', 60, '--events', 400,
-		'--github-repo', 'acme/anvils', '--github-app', '4242:Iv23liSimApp', '--github-app-key', "$tmp/app.pub",
-		'--github-installation', '101:acme/anvils,acme/spare', '--github-installation', '102:beta/empty',
+		'--github-repo', 'acme/anvils,beta/bolts', '--github-app', '4242:Iv23liSimApp',
+		'--github-app-key', "$tmp/app.pub", '--github-installation', '101:acme/anvils,acme/spare',
+		'--github-installation', '102:beta/bolts', '--github-installation', '103:gamma/empty',
 		'--github-token-ttl', '3', '--deliver-to', $rcv->{url}, '--drop', '0.15', '--duplicate', '0.1',
 		'--reorder-ms', '150', '--concurrency', 8, '--retry-base-ms', 100, '--rate', 50);
 	q1("UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
@@ -100,19 +103,19 @@ for my $seed (@seeds)
 			FROM webhook_inbox.queues WHERE source = '$src'}),
 			qr/failed_sweep engineering 101/, "seed $seed: queues shows the installation's waiting reads for engineering");
 		my (undef, $gi) = http_json('GET', "$sim->{url}/_sim/github/installations");
-		is(join(',', map { $_->{tokens} } @{ $gi->{installations} }), '0,0',
+		is(join(',', map { $_->{tokens} } @{ $gi->{installations} }), '0,0,0',
 			"seed $seed: no token was asked for without a key");
 		is(q1("SELECT status FROM webhook_inbox.tenant_credentials_status WHERE source = '$src' AND tenant = ''"),
 			'disabled', "seed $seed: tenant_credentials_status shows the disabled key");
 		q1("SELECT webhook_inbox.enable_tenant('$src', '')");
-		# installation 102 sends no webhook (its repository is empty): GET /app/installations names it
-		is(q1("SELECT webhook_inbox.discover_tenants('$src')"), 2, "seed $seed: GET /app/installations lists both");
+		# installation 103 sends no webhook (its repository is empty): GET /app/installations names it
+		is(q1("SELECT webhook_inbox.discover_tenants('$src')"), 3, "seed $seed: GET /app/installations lists all three");
 	}
 	else
 	{
 		ok(poll_until(sub {
-			q1("SELECT discovered_by FROM webhook_inbox.tenants WHERE source_id = $sid AND tenant = '102'") eq 'list'
-		}, 30), "seed $seed: the worker found installation 102 in GET /app/installations");
+			q1("SELECT discovered_by FROM webhook_inbox.tenants WHERE source_id = $sid AND tenant = '103'") eq 'list'
+		}, 30), "seed $seed: the worker found installation 103 in GET /app/installations");
 	}
 
 	my $done = poll_until(sub {
@@ -127,19 +130,19 @@ for my $seed (@seeds)
 	is(q1(qq{SELECT count(DISTINCT d.event_id) FROM webhook_inbox.deliveries d
 		WHERE d.source_id = $sid AND coalesce(d.delivery_id, '') NOT LIKE 'sweep %'}),
 		$acked, "seed $seed: every one of the $acked acknowledged deliveries is recorded");
-	is(q1("SELECT string_agg(DISTINCT tenant, ',') FROM webhook_inbox.inbox WHERE source_id = $sid"), '101',
-		"seed $seed: every delivery named installation 101 (installation.id)");
+	is(q1("SELECT string_agg(DISTINCT tenant, ',' ORDER BY tenant) FROM webhook_inbox.inbox WHERE source_id = $sid"),
+		'101,102', "seed $seed: every delivery named the installation of its repository (installation.id)");
 
 	# the worker's own passes, per installation and repository
 	ok(poll_until(sub { verified($src, $sim) }, 40), "seed $seed: the worker's per-installation sweeps converged");
 	is(q1(qq{SELECT string_agg(DISTINCT tenant, ',' ORDER BY tenant) FROM webhook_inbox.sweep_runs
-		WHERE source_id = $sid AND trigger = 'schedule' AND status IN ('complete', 'incomplete')}), '101,102',
-		"seed $seed: the worker swept both installations");
+		WHERE source_id = $sid AND trigger = 'schedule' AND status IN ('complete', 'incomplete')}), '101,102,103',
+		"seed $seed: the worker swept each installation");
 
 	# both layers by hand, per installation and type
 	for my $layer (qw(incremental full))
 	{
-		for my $tenant (qw(101 102))
+		for my $tenant (qw(101 102 103))
 		{
 			for my $t (@types)
 			{
@@ -154,16 +157,27 @@ for my $seed (@seeds)
 	verify_source($node, $src, $sim, "seed $seed");
 	cmp_ok(q1("SELECT coalesce(sum(repaired), 0) FROM webhook_inbox.sweep_runs WHERE source_id = $sid"), '>', 0,
 		"seed $seed: the sweeps repaired what was dropped");
-	is(q1("SELECT count(*) FROM webhook_inbox.objects WHERE source_id = $sid AND (deleted OR tenant <> '101')"), 0,
-		"seed $seed: nothing tombstoned, every object under installation 101");
+	is(q1("SELECT count(*) FROM webhook_inbox.objects WHERE source_id = $sid AND deleted"), 0,
+		"seed $seed: nothing tombstoned");
+	is(q1(qq{SELECT string_agg(DISTINCT tenant || ' ' || (state -> 'repository' ->> 'full_name'), ', ')
+		FROM webhook_inbox.objects WHERE source_id = $sid AND state ? 'repository'}),
+		'101 acme/anvils, 102 beta/bolts', "seed $seed: each repository's objects under its own installation");
 	my (undef, $gi) = http_json('GET', "$sim->{url}/_sim/github/installations");
 	my %tok = map { $_->{id} => $_->{tokens} } @{ $gi->{installations} };
 	cmp_ok($tok{101}, '>=', 2, "seed $seed: installation 101's 3 s tokens expired and were minted again ($tok{101})");
-	cmp_ok($tok{102}, '>=', 1, "seed $seed: installation 102 got tokens of its own ($tok{102})");
+	cmp_ok($tok{102}, '>=', 2, "seed $seed: and installation 102's ($tok{102})");
+	cmp_ok($tok{103}, '>=', 1, "seed $seed: installation 103 got tokens of its own ($tok{103})");
 	is($gi->{jwt_refused}, 0, "seed $seed: no JWT was refused");
 
 	if ($seed == $seeds[-1])
 	{
+		# a repository is readable only with the token of the installation it was granted to
+		(my $h = q1("SELECT header FROM webhook_inbox._tenant_auth($sid, '102')")) =~ s/^Authorization: //;
+		my ($c1) = http_json('GET', "$sim->{url}/repos/acme/anvils/issues?state=all", { headers => { Authorization => $h } });
+		is($c1, 404, "another installation's repository is 404 under 102's token");
+		my ($c2) = http_json('GET', "$sim->{url}/repos/beta/bolts/issues?state=all", { headers => { Authorization => $h } });
+		is($c2, 200, 'its own is 200');
+
 		# suspended: a queue row for engineering, never deletions
 		set_conf('webhook_inbox.full_sweep_interval', '1s');
 		my ($code) = http_json('POST', "$sim->{url}/_sim/github/installations/101?state=suspended");
@@ -229,13 +243,16 @@ for my $seed (@seeds)
 		  . "api_token => 'ghp_orgtoken')");
 	my $sid = q1("SELECT id FROM webhook_inbox.sources WHERE name = '$src'");
 	my $sim = start_sim('--github', "$src:org_secret", '--seed', 55, '--objects', 40, '--events', 200,
-		'--github-repo', 'octo-org/widgets', '--api-token', 'ghp_orgtoken', '--deliver-to', $rcv->{url},
+		'--github-repo', 'octo-org/widgets,octo-org/gadgets', '--api-token', 'ghp_orgtoken', '--deliver-to', $rcv->{url},
 		'--drop', '0.2', '--duplicate', '0.1', '--reorder-ms', '100', '--concurrency', 8, '--retry-base-ms', 100);
 	q1("UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
 	ok(poll_until(sub { my (undef, $st) = http_json('GET', "$sim->{url}/_sim/status"); $st && $st->{done} }, 60),
 		'organisation hook: stream delivered');
 	wait_drained($node, 'organisation hook');
 	ok(!verified($src, $sim), 'organisation hook: the holed stream left differences');
+	is(q1("SELECT string_agg(DISTINCT state -> 'repository' ->> 'full_name', ',' ORDER BY state -> 'repository' ->> 'full_name') "
+		  . "FROM webhook_inbox.objects WHERE source_id = $sid"), 'octo-org/gadgets,octo-org/widgets',
+		'organisation hook: its deliveries named two repositories');
 	for my $t (@types)
 	{
 		is(q1("SELECT status FROM webhook_inbox.sweep_now('$src', '$t', 'full')"), 'complete',
