@@ -23,6 +23,8 @@
  */
 #include "postgres.h"
 
+#include <time.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -427,6 +429,43 @@ repos_step(void *arg)
 
 /* ---------- one run ---------- */
 
+/*
+ * GitHub meters a GitHub App per installation (its primary rate limit:
+ * x-ratelimit-remaining, until x-ratelimit-reset), so the window a spent
+ * limit opens is the installation's: its reads wait for it, every other
+ * installation's go on.  Kept in this process, as ratelimit.c keeps a
+ * source's.
+ */
+#define MAX_INSTALLATION_RATES 256
+
+typedef struct InstallationRate
+{
+	int32		source_id;
+	char		tenant[32];
+	TimestampTz not_before;
+} InstallationRate;
+
+static InstallationRate installation_rates[MAX_INSTALLATION_RATES];
+static int	ninstallation_rates = 0;
+
+static InstallationRate *
+installation_rate(int32 source_id, const char *tenant)
+{
+	InstallationRate *r;
+
+	for (int i = 0; i < ninstallation_rates; i++)
+		if (installation_rates[i].source_id == source_id &&
+			strcmp(installation_rates[i].tenant, tenant) == 0)
+			return &installation_rates[i];
+	if (ninstallation_rates == MAX_INSTALLATION_RATES)
+		ninstallation_rates = 0;	/* forget the oldest: only costs one refused read */
+	r = &installation_rates[ninstallation_rates++];
+	r->source_id = source_id;
+	strlcpy(r->tenant, tenant, sizeof(r->tenant));
+	r->not_before = 0;
+	return r;
+}
+
 /* The credentials of a GitHub App installation's read, asked in a step. */
 typedef struct SweepAuth
 {
@@ -504,7 +543,13 @@ http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 		req->error = pstrdup("rate_limited: inside the source's Retry-After window");
 		return true;
 	}
-	/* a GitHub App's installation: its token, or the request is not sent */
+	/* a GitHub App's installation: inside its rate-limit window nothing is sent */
+	if (s->gh_app && GetCurrentTimestamp() < installation_rate(s->source_id, s->tenant)->not_before)
+	{
+		req->error = psprintf("rate_limited: installation %s's rate limit is spent until its reset", s->tenant);
+		return true;
+	}
+	/* its token, or the request is not sent */
 	if (s->gh_app && !sweep_auth(s, req, NULL, false))
 		return true;
 	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
@@ -533,6 +578,23 @@ http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 	 * removed one); when it mints, the 403 was about something else (a
 	 * permission, GitHub's secondary rate limit) and stands.
 	 */
+	if (s->gh_app && (req->status == 403 || req->status == 429) &&
+		(req->ratelimit_remaining == 0 || req->retry_after_s >= 0))
+	{
+		/* the installation's rate limit (or GitHub's secondary one): its own window */
+		int64		now = (int64) time(NULL);
+		int64		wait = req->retry_after_s >= 0 ? req->retry_after_s
+			: req->ratelimit_reset > now ? req->ratelimit_reset - now : 1;
+
+		wait = Min(wait, 3600);
+		installation_rate(s->source_id, s->tenant)->not_before =
+			GetCurrentTimestamp() + (TimestampTz) wait * USECS_PER_SEC;
+		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
+		req->error = psprintf("rate_limited: installation %s: http %ld, x-ratelimit-remaining %lld, "
+							  "waiting " INT64_FORMAT " s", s->tenant, req->status,
+							  (long long) req->ratelimit_remaining, wait);
+		return true;
+	}
 	if (s->gh_app && req->status == 403)
 	{
 		WiHttpRequest probe;

@@ -100,6 +100,9 @@ serve_help(void)
 		 "                           an installation of the app and its repositories (default\n"
 		 "                           --github-repo); repeat for several\n"
 		 "  --github-token-ttl SECS  lifetime of installation tokens (default 3600)\n"
+		 "  --github-rate-limit N[/SECS] requests per installation token's installation per\n"
+		 "                           window (default none; window 3600 s), then 403 with\n"
+		 "                           x-ratelimit-remaining: 0 until x-ratelimit-reset\n"
 		 "  --types LIST             object types to generate (default\n"
 		 "                           subscription,payment_intent,refund,dispute,order,issue,\n"
 		 "                           pull_request); also invoice, customer, checkout.session, charge\n"
@@ -370,6 +373,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"github-app-key", required_argument, NULL, 41},
 		{"github-installation", required_argument, NULL, 42},
 		{"github-token-ttl", required_argument, NULL, 43},
+		{"github-rate-limit", required_argument, NULL, 44},
 		{"fault-429", required_argument, NULL, 18},
 		{"retry-after", required_argument, NULL, 19},
 		{"fault-5xx", required_argument, NULL, 20},
@@ -569,6 +573,20 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				bad = parse_int64(optarg, 1, 86400, &v) != 0;
 				o->api.github_app.token_ttl = (int) v;
 				break;
+			case 44:
+				{
+					/* N[/SECS]: requests per installation per window */
+					const char *sl = strchr(optarg, '/');
+					char	   *n = sl ? xstrndup(optarg, (size_t) (sl - optarg)) : xstrdup(optarg);
+					int64_t		w = 3600;
+
+					bad = parse_int64(n, 1, 1000000, &v) != 0 ||
+						(sl != NULL && parse_int64(sl + 1, 1, 86400, &w) != 0);
+					free(n);
+					o->api.github_app.rate_limit = (int) v;
+					o->api.github_app.rate_window = (int) w;
+					break;
+				}
 			case 18:
 				bad = parse_share(optarg, &o->fault_429) != 0;
 				break;

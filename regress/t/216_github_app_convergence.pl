@@ -235,6 +235,57 @@ for my $seed (@seeds)
 	set_conf('webhook_inbox.sweep_interval', undef);
 	stop_proc($sim);
 }
+# GitHub meters an app per installation (x-ratelimit-remaining, until
+# x-ratelimit-reset): a spent limit makes that installation's reads wait
+# for its reset, is no suspension, and holds back no other installation.
+{
+	my $src = 'ghrate';
+	add_source($node, $src, 'github', 'rate_secret', 'http://127.0.0.1:9');
+	q1("SELECT webhook_inbox.set_github_app('$src', '4242', " . lit(slurp("$tmp/app.pem")) . ", 'Iv23liSimApp')");
+	my $sim = start_sim('--github', "$src:rate_secret", '--seed', 77, '--objects', 40, '--events', 160,
+		'--github-repo', 'acme/anvils,beta/bolts', '--github-app', '4242:Iv23liSimApp',
+		'--github-app-key', "$tmp/app.pub", '--github-installation', '101:acme/anvils',
+		'--github-installation', '102:beta/bolts', '--github-rate-limit', '4/5', '--drop', '0.2',
+		'--deliver-to', $rcv->{url});
+	q1("UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
+	ok(poll_until(sub { my (undef, $st) = http_json('GET', "$sim->{url}/_sim/status"); $st && $st->{done} }, 60),
+		'rate limits: stream delivered');
+	wait_drained($node, 'rate limits');
+	my $pass = sub {
+		my ($t, $layer, $tenant) = @_;
+		return split /\|/, q1("SELECT status, coalesce(error, '') FROM webhook_inbox.sweep_now('$src', '$t', '$layer', '$tenant')"), 2;
+	};
+	my $inst = sub {
+		my (undef, $gi) = http_json('GET', "$sim->{url}/_sim/github/installations");
+		return { map { $_->{id} => $_ } @{ $gi->{installations} } };
+	};
+	# four requests per installation per 5 s: two passes (its repositories, then a list) each
+	is(($pass->('issue', 'full', '101'))[0], 'complete', 'rate limits: 101 issues');
+	is(($pass->('pull_request', 'full', '101'))[0], 'complete', 'rate limits: 101 pulls');
+	my $tokens = $inst->()->{101}{tokens};
+	# two passes in one session (the window is kept in the process, as in the worker)
+	my ($first, $second) = split /\n/, q1(join(';', map {
+		"SELECT status || '|' || coalesce(error, '') FROM webhook_inbox.sweep_now('$src', 'issue', 'incremental', '101')"
+	} 1 .. 2));
+	my ($st, $err) = split /\|/, $first, 2;
+	is($st, 'failed', "rate limits: 101's fifth request is over its limit");
+	like($err, qr/rate_limited: installation 101: http 403, x-ratelimit-remaining 0, waiting \d+ s/,
+		'the pass says it waits for the reset') or diag($err);
+	is($inst->()->{101}{tokens}, $tokens, 'no token was minted for it: a rate limit is no suspension');
+	is(($pass->('issue', 'full', '102'))[0], 'complete', 'rate limits: 102 is not held back (issues)');
+	is(($pass->('pull_request', 'full', '102'))[0], 'complete', 'nor its pulls');
+	like($second, qr/^failed\|.*rate_limited: installation 101's rate limit is spent until its reset/,
+		'inside the window 101 sends nothing');
+	is($inst->()->{101}{rate_limited}, 1, 'GitHub refused one request of 101 only');
+	is(q1("SELECT status FROM webhook_inbox.tenant_credentials_status WHERE source = '$src' AND tenant = '101'"),
+		'active', 'and 101 is not flagged');
+	ok(poll_until(sub { ($pass->('issue', 'incremental', '101'))[0] =~ /^(complete|incomplete)$/ }, 15),
+		'after the reset 101 is swept again');
+	wait_drained($node, 'rate limits: sweeps');
+	verify_source($node, $src, $sim, 'rate limits');
+	stop_proc($sim);
+}
+
 # An organisation's webhook (no app, one hook for its repositories, no
 # settings.repo): the sweeps list every repository its deliveries named.
 {
