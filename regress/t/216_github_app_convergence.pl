@@ -5,27 +5,35 @@
 # requests over two repositories, acme/anvils granted to 101 (with an empty
 # acme/spare) and beta/bolts to 102; 103 was granted only an empty
 # repository and sends no webhook (GET /app/installations names it).
-# Installation tokens last 3 s
-# (--github-token-ttl), so they expire many times while the stream is
-# delivered and swept.  A repository is readable only with the token of
-# the installation it was granted to; every other read is 401, 403 or 404.
-# For two seeds the stream reaches the real receiver with ~15 % of the
-# deliveries dropped (holed), doubled and reordered (shuffled), each
-# carrying installation.id; the worker sweeps on a 1 s interval,
-# per (installation, type), listing each installation's repositories
-# (GET /installation/repositories) and then each repository's issues and
-# pulls under that installation's token.  webhook-sim verify, comparing
-# per tenant, reports zero differences; every acknowledged delivery is in
-# the inbox; every read carried an installation's token.
+# Installation tokens last 3 s (--github-token-ttl), so they expire many
+# times while the stream is delivered and swept.  A repository is readable
+# only with the token of the installation it was granted to; any other
+# read is 401, 403 or 404.  For two seeds the stream reaches the real
+# receiver with ~15 % of the deliveries dropped (holed), doubled and
+# reordered (shuffled), each carrying installation.id; the worker sweeps on
+# a 1 s interval, per (installation, type), listing each installation's
+# repositories (GET /installation/repositories) and then each repository's
+# issues and pulls under that installation's token.  webhook-sim verify,
+# comparing per tenant, reports zero differences; every acknowledged
+# delivery is in the inbox; both installations' tokens were minted again.
 #
 # The first seed's app key is disabled while its stream begins: its
 # passes fail without sending anything (a failed_sweep row in queues says
 # why, tenant_credentials_status shows the key disabled), and once
-# enable_tenant() gives it back they run and converge by themselves.  The last seed's installation 101 is then suspended: a read
-# under its token is answered 403, the token endpoint says it is suspended
-# (403), the installation is flagged for engineering
-# (tenant_credentials_status), its passes fail, and none of its objects is
-# tombstoned; unsuspended and enabled again, it is swept again.
+# enable_tenant() gives it back they run and converge by themselves.  The
+# last seed's installation 101 is then suspended: a read under its token
+# is answered 403, the token endpoint says it is suspended (403), the
+# installation is flagged for engineering (tenant_credentials_status), its
+# passes fail, and none of its objects is tombstoned; unsuspended and
+# enabled again, it is swept again.  The installation webhooks then
+# suspend (a flagged_tenant queue row), unsuspend and delete (no longer
+# swept) installation 102.
+#
+# Then a rate limit per installation (--github-rate-limit): one
+# installation over its limit waits for its reset, sends nothing meanwhile
+# and is not flagged, while the other is swept; and an organisation's
+# webhook without an app or settings.repo, whose deliveries name two
+# repositories, is reconciled over both.
 use strict;
 use warnings;
 
