@@ -511,6 +511,55 @@ wi_tenant_flag(int32 source_id, const char *tenant, const char *reason)
 	SPI_finish();
 }
 
+/*
+ * The "Authorization: Bearer <JWT>" a GitHub App source authenticates as
+ * the app with (GET /app/installations), signed now with its key.  Needs
+ * a transaction; raises when the source is no GitHub App, has no key, or
+ * its key was disabled or flagged (tenant_credentials_status says which).
+ */
+char *
+wi_github_app_jwt_header(int32 source_id)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	Oid			types[1] = {INT4OID};
+	Datum		args[1] = {Int32GetDatum(source_id)};
+	char	   *iss;
+	char	   *key;
+	char	   *status;
+	char	   *jwt;
+	char	   *header;
+	int			rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	rc = SPI_execute_with_args("SELECT g.iss, g.private_key, c.status || coalesce(': ' || c.status_reason, '') "
+							   "FROM webhook_inbox.sources s "
+							   "CROSS JOIN LATERAL webhook_inbox._github_app_signing(s.name) g "
+							   "JOIN webhook_inbox.tenant_credentials c ON c.source_id = s.id AND c.tenant = '' "
+							   "WHERE s.id = $1",
+							   1, types, args, NULL, true, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("source %d has no GitHub App key", source_id)));
+	iss = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	key = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	if (status == NULL || strncmp(status, "active", 6) != 0)
+	{
+		explicit_bzero(key, strlen(key));
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("the GitHub App's key is %s", status ? status : "unknown")));
+	}
+	jwt = wi_jwt_rs256(key, iss, (int64) time(NULL));
+	explicit_bzero(key, strlen(key));
+	header = MemoryContextStrdup(cxt, psprintf("Authorization: Bearer %s", jwt));
+	explicit_bzero(jwt, strlen(jwt));
+	SPI_finish();
+	return header;
+}
+
 PG_FUNCTION_INFO_V1(wi_tenant_auth_sql);
 PG_FUNCTION_INFO_V1(wi_tenant_reauth_sql);
 PG_FUNCTION_INFO_V1(wi_github_app_jwt_sql);

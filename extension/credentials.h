@@ -68,4 +68,25 @@ extern void wi_tenant_flag(int32 source_id, const char *tenant, const char *reas
 extern char *wi_github_tenant_auth_header(const WiSource *src, const char *tenant, int flags,
 										  WiAuthStatus *status, char **reason);
 
+/*
+ * adapters/github.c: whether the source is a GitHub App (needs a
+ * transaction), and the first page of an installation's repositories.
+ */
+extern bool wi_github_is_app(int32 source_id);
+extern char *wi_github_repositories_url(const WiSource *src);
+
+/*
+ * adapters/github.c: a GitHub App's installations (GET /app/installations)
+ * into webhook_inbox.tenants: one source (-1: it is no GitHub App), or in
+ * the worker every GitHub App source.
+ */
+extern int	wi_github_discover(const WiSteps *steps, int32 source_id, char **error);
+extern void wi_github_discover_due(const WiSteps *steps);
+
+/*
+ * credentials.c: "Authorization: Bearer <JWT>" of a GitHub App source, to
+ * authenticate as the app; needs a transaction, raises without a usable key.
+ */
+extern char *wi_github_app_jwt_header(int32 source_id);
+
 #endif							/* WI_CREDENTIALS_H */

@@ -83,6 +83,8 @@ wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
 	req->origin = origin;
 	req->arg = arg;
 	req->retry_after_s = -1;
+	req->ratelimit_remaining = -1;
+	req->ratelimit_reset = -1;
 	req->credentials = "";
 	initStringInfo(&req->body);
 }
@@ -113,6 +115,29 @@ header_cb(char *buffer, size_t size, size_t nitems, void *userdata)
 	char	   *line;
 	char	   *p;
 
+	/* GitHub's rate limit: how many requests are left, and when the window resets */
+	if ((n > 22 && pg_strncasecmp(buffer, "x-ratelimit-remaining:", 22) == 0) ||
+		(n > 18 && pg_strncasecmp(buffer, "x-ratelimit-reset:", 18) == 0))
+	{
+		bool		remaining = pg_strncasecmp(buffer, "x-ratelimit-remaining:", 22) == 0;
+		char	   *v = pnstrdup(buffer + (remaining ? 22 : 18), n - (remaining ? 22 : 18));
+		char	   *end;
+		long long	x;
+
+		errno = 0;
+		x = strtoll(v, &end, 10);
+		while (*end == ' ' || *end == '\r' || *end == '\n' || *end == '\t')
+			end++;
+		if (errno == 0 && end != v && *end == '\0' && x >= 0)
+		{
+			if (remaining)
+				req->ratelimit_remaining = (int64) x;
+			else
+				req->ratelimit_reset = (int64) x;
+		}
+		pfree(v);
+		return n;
+	}
 	if (n < 5 || pg_strncasecmp(buffer, "link:", 5) != 0)
 		return n;
 	line = pnstrdup(buffer + 5, n - 5);

@@ -172,27 +172,46 @@ static const char *const delivery_insert_sql =
  * makes a tenant a deauthorization had disabled active again; Shopify's
  * app/uninstalled disables the shop (a new install's
  * set_tenant_credentials() enables it again); the reason says which and
- * when.
+ * when.  A GitHub App's installation likewise: installation.deleted
+ * disables it, installation.suspend flags it for engineering,
+ * installation.unsuspend makes a tenant a suspension flagged active again,
+ * and its token may be asked for again.
  */
 static const char *const tenants_insert_sql =
+"WITH x AS (SELECT * FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[]) AS x(s, t, c, l)), "
+/* an unsuspended installation's token may be asked for again */
+"cred AS (UPDATE webhook_inbox.tenant_credentials c SET status = 'active', status_reason = NULL, "
+"    status_at = now(), updated_at = now() FROM x "
+"  WHERE x.l = 'unsuspended' AND c.source_id = x.s AND c.tenant = x.t "
+"    AND c.kind = 'github_app_installation' AND c.status = 'flagged' AND c.status_reason LIKE '%suspended%') "
 "INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, context, discovered_by, status, reason) "
 "SELECT DISTINCT ON (x.s, x.t) x.s, x.t, x.c, 'delivery', "
-"  CASE WHEN x.l IN ('deauthorized', 'uninstalled') THEN 'disabled' ELSE 'active' END, "
-"  CASE WHEN x.l = 'uninstalled' THEN 'uninstalled: app/uninstalled received at ' || now() "
-"    WHEN x.l IS NOT NULL THEN x.l || ': account.application.' || x.l || ' received at ' || now() END "
-"FROM unnest($1::integer[], $2::text[], $3::text[], $4::text[]) AS x(s, t, c, l) "
-"ORDER BY x.s, x.t, x.l IN ('deauthorized', 'uninstalled') DESC NULLS LAST, x.l IS NULL, x.c NULLS LAST "
+"  CASE WHEN x.l IN ('deauthorized', 'uninstalled', 'app_uninstalled') THEN 'disabled' WHEN x.l = 'suspended' THEN 'flagged' "
+"    ELSE 'active' END, "
+"  CASE WHEN x.l = 'app_uninstalled' THEN 'uninstalled: app/uninstalled received at ' || now() "
+"    WHEN x.l IS NOT NULL THEN x.l || ': ' || CASE x.l WHEN 'uninstalled' THEN 'installation.deleted' "
+"    WHEN 'suspended' THEN 'installation.suspend' WHEN 'unsuspended' THEN 'installation.unsuspend' "
+"    ELSE 'account.application.' || x.l END || ' received at ' || now() END "
+"FROM x "
+"ORDER BY x.s, x.t, x.l IN ('deauthorized', 'uninstalled', 'app_uninstalled') DESC NULLS LAST, x.l = 'suspended' DESC NULLS LAST, "
+"  x.l IS NULL, x.c NULLS LAST "
 "ON CONFLICT (source_id, tenant) DO UPDATE SET context = coalesce(EXCLUDED.context, t.context), "
 "  status = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' OR EXCLUDED.reason LIKE 'uninstalled:%' THEN 'disabled' "
+"    WHEN EXCLUDED.reason LIKE 'suspended:%' AND t.status = 'active' THEN 'flagged' "
 "    WHEN EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%' THEN 'active' "
+"    WHEN EXCLUDED.reason LIKE 'unsuspended:%' AND t.reason LIKE 'suspended:%' THEN 'active' "
 "    ELSE t.status END, "
 "  reason = CASE WHEN EXCLUDED.reason LIKE 'deauthorized:%' OR EXCLUDED.reason LIKE 'uninstalled:%' "
-"    OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%') THEN EXCLUDED.reason "
+"    OR (EXCLUDED.reason LIKE 'suspended:%' AND t.status = 'active') "
+"    OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%') "
+"    OR (EXCLUDED.reason LIKE 'unsuspended:%' AND t.reason LIKE 'suspended:%') THEN EXCLUDED.reason "
 "    ELSE t.reason END, "
 "  last_seen = now() "
 "WHERE (EXCLUDED.context IS NOT NULL AND t.context IS DISTINCT FROM EXCLUDED.context) "
 "   OR ((EXCLUDED.reason LIKE 'deauthorized:%' OR EXCLUDED.reason LIKE 'uninstalled:%') AND t.status <> 'disabled') "
-"   OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%')";
+"   OR (EXCLUDED.reason LIKE 'suspended:%' AND t.status = 'active') "
+"   OR (EXCLUDED.reason LIKE 'authorized:%' AND t.reason LIKE 'deauthorized:%') "
+"   OR (EXCLUDED.reason LIKE 'unsuspended:%' AND t.reason LIKE 'suspended:%')";
 
 /*
  * A digest is new for a source when no row holds it, or the row's window has
@@ -1747,7 +1766,17 @@ write_tenants(Row *rows, int *idx, int n)
 		/* a Shopify app removed from a shop: its reads stop (credentials.sql) */
 		else if (r->src->layout->kind == WI_KIND_shopify && r->event_type != NULL &&
 				 strcmp(r->event_type, "app/uninstalled") == 0)
+			arr_text(&lifes, "app_uninstalled");
+		/* a GitHub App's installation (X-GitHub-Event installation + action) */
+		else if (r->src->layout->kind == WI_KIND_github && r->event_type != NULL &&
+				 strcmp(r->event_type, "installation.deleted") == 0)
 			arr_text(&lifes, "uninstalled");
+		else if (r->src->layout->kind == WI_KIND_github && r->event_type != NULL &&
+				 strcmp(r->event_type, "installation.suspend") == 0)
+			arr_text(&lifes, "suspended");
+		else if (r->src->layout->kind == WI_KIND_github && r->event_type != NULL &&
+				 strcmp(r->event_type, "installation.unsuspend") == 0)
+			arr_text(&lifes, "unsuspended");
 		else
 			arr_add(&lifes, (Datum) 0, true);
 	}

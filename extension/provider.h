@@ -201,6 +201,8 @@ struct WiHttpRequest
 	StringInfoData body;
 	char	   *link_next;		/* Link: <...>; rel="next", or NULL */
 	int64		retry_after_s;	/* Retry-After in seconds, or -1 */
+	int64		ratelimit_remaining;	/* x-ratelimit-remaining (GitHub), or -1 */
+	int64		ratelimit_reset;	/* x-ratelimit-reset, epoch seconds, or -1 */
 	double		elapsed_ms;
 	/* set by an adapter's read_answer */
 	char	   *next_cursor;	/* the list's next page, or NULL */

@@ -23,6 +23,8 @@
  */
 #include "postgres.h"
 
+#include <time.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -33,6 +35,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "credentials.h"
 #include "provider.h"
 #include "ratelimit.h"
 #include "restore_guard.h"
@@ -95,6 +98,11 @@ typedef struct Sweep
 	char	  **retry;
 	int			nretry;
 	const char *skip_id;		/* the difference being recorded as skipped */
+	/* a GitHub App's installation: its token on every read, its repositories */
+	bool		gh_app;
+	char	  **repos;			/* owner/name, as GitHub listed them */
+	int			nrepos;
+	MemoryContext repos_cxt;
 } Sweep;
 
 static Datum
@@ -122,6 +130,46 @@ load_step(void *arg)
 		wi_spi_exec("SELECT (SELECT t.context FROM webhook_inbox.tenants t "
 					"WHERE t.source_id = $1 AND t.tenant = $2)", 2, t, v, NULL, SPI_OK_SELECT);
 		s->context = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		/* after an SPI call the current context is SPI's, gone at the step's end */
+		if (s->context != NULL)
+			s->context = MemoryContextStrdup(wi_step_cxt(), s->context);
+	}
+	/*
+	 * A GitHub App's installation is read over the repositories GitHub
+	 * lists for it, each in turn (wi_sweep_run); any name stands in for
+	 * them in the check that the type has a list.
+	 */
+	s->gh_app = s->tenant[0] != '\0' && s->src != NULL && strcmp(s->src->kind, "github") == 0 &&
+		wi_github_is_app(s->source_id);
+	if (s->gh_app && s->src->repo == NULL)
+		s->src->repo = MemoryContextStrdup(wi_step_cxt(), "installation/repositories");
+
+	/*
+	 * Any other GitHub source (an organisation's webhook: one hook, many
+	 * repositories) reads every repository its deliveries named (the
+	 * repository of each webhook the mirror keeps of the type, the url of
+	 * each listed issue and pull request) and settings.repo.
+	 */
+	if (!s->gh_app && s->src != NULL && strcmp(s->src->kind, "github") == 0)
+	{
+		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, TEXTOID};
+		Datum		v[4] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->tenant),
+			CStringGetTextDatum(s->object_type), s->src->repo ? CStringGetTextDatum(s->src->repo) : (Datum) 0};
+		char		nl[4] = {' ', ' ', ' ', s->src->repo ? ' ' : 'n'};
+
+		wi_spi_exec("SELECT DISTINCT r FROM (SELECT coalesce(substring(o.state -> 'repository' ->> 'full_name' "
+					"FROM '^([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)$'), substring(o.state ->> 'url' FROM "
+					"'/repos/([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+)/(?:issues|pulls)/[0-9]+$')) AS r "
+					"FROM webhook_inbox.objects o WHERE o.source_id = $1 AND o.tenant = $2 "
+					"AND o.object_type = $3 UNION ALL SELECT $4) x WHERE r IS NOT NULL ORDER BY 1",
+					4, t, v, nl, SPI_OK_SELECT);
+		s->nrepos = (int) SPI_processed;
+		s->repos = MemoryContextAlloc(wi_step_cxt(), sizeof(char *) * Max(s->nrepos, 1));
+		for (int i = 0; i < s->nrepos; i++)
+			s->repos[i] = MemoryContextStrdup(wi_step_cxt(),
+											  SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1));
+		if (s->nrepos > 0 && s->src->repo == NULL)
+			s->src->repo = s->repos[0];
 	}
 	s->supported = s->adapter != NULL &&
 		s->adapter->type_map(s->src, s->object_type, &s->type) &&
@@ -342,7 +390,139 @@ finish_step(void *arg)
 									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 }
 
+/*
+ * One page of GET /installation/repositories: the repositories' full names
+ * appended to s->repos.  A name that is not OWNER/NAME of the characters
+ * GitHub allows would make another URL than the repository's: refused.
+ */
+static void
+repos_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1] = {CStringGetTextDatum(s->body)};
+	char	   *bad;
+
+	wi_spi_exec("SELECT CASE WHEN jsonb_typeof(d -> 'repositories') IS DISTINCT FROM 'array' "
+				"THEN 'no repositories array' ELSE (SELECT coalesce(r ->> 'full_name', r::text) "
+				"FROM jsonb_array_elements(d -> 'repositories') r "
+				"WHERE coalesce(r ->> 'full_name', '') !~ '^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$' LIMIT 1) END "
+				"FROM (SELECT $1::jsonb AS d) x", 1, t, v, NULL, SPI_OK_SELECT);
+	bad = wi_spi_first_text();
+	if (bad != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("the installation's repositories answer is unusable: %s",
+						strcmp(bad, "no repositories array") == 0 ? bad :
+						psprintf("repository \"%s\" is not OWNER/NAME", bad))));
+	wi_spi_exec("SELECT r ->> 'full_name' FROM jsonb_array_elements(($1::jsonb) -> 'repositories') r",
+				1, t, v, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	s->repos = s->repos == NULL
+		? MemoryContextAlloc(s->repos_cxt, sizeof(char *) * (s->nrepos + SPI_processed))
+		: repalloc(s->repos, sizeof(char *) * (s->nrepos + SPI_processed));
+	for (uint64 r = 0; r < SPI_processed; r++)
+		s->repos[s->nrepos++] = MemoryContextStrdup(s->repos_cxt,
+													SPI_getvalue(SPI_tuptable->vals[r],
+																 SPI_tuptable->tupdesc, 1));
+}
+
 /* ---------- one run ---------- */
+
+/*
+ * GitHub meters a GitHub App per installation (its primary rate limit:
+ * x-ratelimit-remaining, until x-ratelimit-reset), so the window a spent
+ * limit opens is the installation's: its reads wait for it, every other
+ * installation's go on.  Kept in this process, as ratelimit.c keeps a
+ * source's.
+ */
+#define MAX_INSTALLATION_RATES 256
+
+typedef struct InstallationRate
+{
+	int32		source_id;
+	char		tenant[32];
+	TimestampTz not_before;
+} InstallationRate;
+
+static InstallationRate installation_rates[MAX_INSTALLATION_RATES];
+static int	ninstallation_rates = 0;
+
+static InstallationRate *
+installation_rate(int32 source_id, const char *tenant)
+{
+	InstallationRate *r;
+
+	for (int i = 0; i < ninstallation_rates; i++)
+		if (installation_rates[i].source_id == source_id &&
+			strcmp(installation_rates[i].tenant, tenant) == 0)
+			return &installation_rates[i];
+	if (ninstallation_rates == MAX_INSTALLATION_RATES)
+		ninstallation_rates = 0;	/* forget the oldest: only costs one refused read */
+	r = &installation_rates[ninstallation_rates++];
+	r->source_id = source_id;
+	strlcpy(r->tenant, tenant, sizeof(r->tenant));
+	r->not_before = 0;
+	return r;
+}
+
+/* The credentials of a GitHub App installation's read, asked in a step. */
+typedef struct SweepAuth
+{
+	Sweep	   *s;
+	const char *refused;		/* the header a 401 answered, or NULL */
+	bool		fresh;			/* mint a new token, whatever is cached */
+	char	   *header;
+	WiAuthStatus status;
+	char	   *reason;
+} SweepAuth;
+
+static void
+auth_step(void *arg)
+{
+	SweepAuth  *a = (SweepAuth *) arg;
+	MemoryContext old = MemoryContextSwitchTo(wi_step_cxt());
+
+	a->header = NULL;
+	a->reason = NULL;
+	if (a->refused != NULL)
+	{
+		a->status = wi_tenant_auth_refused(a->s->source_id, a->s->tenant, a->refused, &a->header,
+										   &a->reason);
+		if (a->status != WI_AUTH_OK)
+			a->header = NULL;
+	}
+	else
+		a->header = wi_github_tenant_auth_header(a->s->src, a->s->tenant, a->fresh ? WI_AUTH_FRESH : 0,
+												 &a->status, &a->reason);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * The installation token of s's tenant into req (carrying the tenant's
+ * credentials), after refused was answered 401 when it is not NULL.  False
+ * with req->error saying why when there is none to send: no credentials
+ * yet, a flagged or disabled installation, a token endpoint that refused
+ * or could not be reached; the request is then not sent, and nothing about
+ * the tenant's objects is concluded from it.
+ */
+static bool
+sweep_auth(Sweep *s, WiHttpRequest *req, const char *refused, bool fresh)
+{
+	SweepAuth	a = {s, refused, fresh, NULL, WI_AUTH_WAIT, NULL};
+	char	   *err = wi_step_run(s->steps, auth_step, &a);
+
+	if (err != NULL || a.status != WI_AUTH_OK || a.header == NULL)
+	{
+		req->error = psprintf("tenant_credentials: %s",
+							  err ? err : a.reason ? a.reason : "no credentials to send");
+		return false;
+	}
+	req->auth = a.header;
+	req->credentials = s->tenant;
+	return true;
+}
 
 /*
  * One request, synchronously: a GET, or a POST of body when it is not NULL
@@ -370,8 +550,66 @@ http_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 		req->error = pstrdup("rate_limited: inside the source's Retry-After window");
 		return true;
 	}
+	/* a GitHub App's installation: inside its rate-limit window nothing is sent */
+	if (s->gh_app && GetCurrentTimestamp() < installation_rate(s->source_id, s->tenant)->not_before)
+	{
+		req->error = psprintf("rate_limited: installation %s's rate limit is spent until its reset", s->tenant);
+		return true;
+	}
+	/* its token, or the request is not sent */
+	if (s->gh_app && !sweep_auth(s, req, NULL, false))
+		return true;
 	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
 		return false;
+	/* the installation's token was refused (it expired early, was revoked): mint again, once */
+	if (s->gh_app && req->status == 401)
+	{
+		char	   *refused = req->auth;
+
+		wi_http_init_request(req, url, NULL, s->source_id, s->src->api_base, NULL);
+		req->post_body = body;
+		wi_request_scope(req, s->adapter, s->src, s->tenant, s->context);
+		if (!sweep_auth(s, req, refused, false))
+		{
+			req->status = 401;
+			return true;
+		}
+		if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
+			return false;
+	}
+
+	/*
+	 * 403 under a token that was valid: the installation may have been
+	 * suspended since (GitHub: "This installation has been suspended").
+	 * The token endpoint says so (403 flags the installation, 404 a
+	 * removed one); when it mints, the 403 was about something else (a
+	 * permission, GitHub's secondary rate limit) and stands.
+	 */
+	if (s->gh_app && (req->status == 403 || req->status == 429) &&
+		(req->ratelimit_remaining == 0 || req->retry_after_s >= 0))
+	{
+		/* the installation's rate limit (or GitHub's secondary one): its own window */
+		int64		now = (int64) time(NULL);
+		int64		wait = req->retry_after_s >= 0 ? req->retry_after_s
+			: req->ratelimit_reset > now ? req->ratelimit_reset - now : 1;
+
+		wait = Min(wait, 3600);
+		installation_rate(s->source_id, s->tenant)->not_before =
+			GetCurrentTimestamp() + (TimestampTz) wait * USECS_PER_SEC;
+		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
+		req->error = psprintf("rate_limited: installation %s: http %ld, x-ratelimit-remaining %lld, "
+							  "waiting " INT64_FORMAT " s", s->tenant, req->status,
+							  (long long) req->ratelimit_remaining, wait);
+		return true;
+	}
+	if (s->gh_app && req->status == 403)
+	{
+		WiHttpRequest probe;
+
+		memset(&probe, 0, sizeof(probe));
+		if (!sweep_auth(s, &probe, NULL, true))
+			req->error = probe.error;
+	}
 	wi_stat_latency(req->elapsed_ms);
 	/* a GraphQL answer's errors, its budget and its next page, as a fetch's */
 	if (s->adapter->read_answer && !req->refused && req->status != 0)
@@ -532,6 +770,46 @@ repair_one(Sweep *s, Diff *d)
 		wi_stat_add(WI_STAT_REPAIRS, 1);
 }
 
+/*
+ * Lists the repositories of s's installation (GET /installation/repositories,
+ * paged by the Link header, under its token) into s->repos, kept in
+ * pass_cxt; on a failure s->error says why.
+ */
+static void
+list_repositories(Sweep *s, MemoryContext pass_cxt)
+{
+	char	   *url = wi_github_repositories_url(s->src);
+	int			pages = 0;
+
+	s->repos_cxt = pass_cxt;
+	while (url != NULL && s->error == NULL)
+	{
+		WiHttpRequest req;
+		char	   *err;
+
+		if (++pages > SWEEP_MAX_PAGES)
+		{
+			s->error = psprintf("more than %d pages of repositories", SWEEP_MAX_PAGES);
+			break;
+		}
+		if (!http_get(&req, url, NULL, s))
+			s->error = pstrdup("interrupted");
+		else if (req.status != 200)
+			s->error = req.error != NULL || req.status == 0
+				? psprintf("listing the installation's repositories failed: %s",
+						   req.error ? req.error : "transport error")
+				: psprintf("listing the installation's repositories answered http %ld", req.status);
+		else
+		{
+			s->body = req.body.data;
+			if ((err = wi_step_run(s->steps, repos_step, s)) != NULL)
+				s->error = psprintf("reading the installation's repositories failed: %s", err);
+			url = req.link_next ? pstrdup(req.link_next) : NULL;
+		}
+		s->body = NULL;
+	}
+}
+
 /* Copies why the pass stopped or is incomplete out of a page's context. */
 static void
 keep_reasons(Sweep *s, MemoryContext cxt)
@@ -617,78 +895,89 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *tenant, const ch
 		s.error = psprintf("reading the skipped objects failed: %s", err);
 	repair_by_id(&s, steps, s.retry, s.nretry, pass_cxt, page_cxt);
 
-	url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
-		: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
-	body = !s.events && s.adapter->list_body
-		? s.adapter->list_body(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL)
-		: NULL;
-	held_at_start = MemoryContextMemAllocated(pass_cxt, true);
-	while (url != NULL && s.error == NULL)
+	/*
+	 * GitHub: the repositories a GitHub App's installation was granted, or
+	 * those a plain source's deliveries named, each listed in turn
+	 */
+	if (s.gh_app && s.error == NULL)
+		list_repositories(&s, pass_cxt);
+	for (int ri = 0; s.error == NULL && ri < (s.gh_app || s.repos != NULL ? s.nrepos : 1); ri++)
 	{
-		WiHttpRequest req;
-		char	   *next = NULL;
-		char	   *next_body = NULL;
-
-		if (++pages > SWEEP_MAX_PAGES)
+		if (s.gh_app || s.repos != NULL)
+			s.src->repo = s.repos[ri];
+		url = s.events ? s.adapter->events_url(s.src, &s.type, s.since, NULL)
+			: s.adapter->list_url(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL);
+		body = !s.events && s.adapter->list_body
+			? s.adapter->list_body(s.src, &s.type, strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since, NULL)
+			: NULL;
+		held_at_start = MemoryContextMemAllocated(pass_cxt, true);
+		while (url != NULL && s.error == NULL)
 		{
-			s.error = psprintf("more than %d pages", SWEEP_MAX_PAGES);
-			break;
-		}
-		MemoryContextSwitchTo(page_cxt);
-		if (!http_get(&req, url, body, &s))
-			s.error = pstrdup("interrupted");
-		else if (req.status != 200)
-			s.error = req.error != NULL || req.status == 0
-				? psprintf("listing failed: %s", req.error ? req.error : "transport error")
-				: psprintf("listing answered http %ld", req.status);
-		else
-		{
-			s.body = req.body.data;
-			if ((err = wi_step_run(steps, s.events ? events_step : page_step, &s)) != NULL)
-				s.error = psprintf("reading a page failed: %s", err);
-			for (int i = 0; i < s.ndiffs && s.error == NULL; i++)
-			{
-				if (steps->stop_flag != NULL && wi_steps_stopping(steps))
-					s.error = pstrdup("interrupted");
-				else
-					repair_one(&s, &s.diffs[i]);
-			}
-			/* a Link rel="next" wins; otherwise page after the last id while has_more */
-			if (s.error != NULL)
-				;
-			else if (req.link_next)
-				next = req.link_next;
-			else if (s.has_more && (req.next_cursor || s.last_id))
-			{
-				/* the answer's own cursor (GraphQL's endCursor) wins over the last id */
-				const char *cursor = req.next_cursor ? req.next_cursor : s.last_id;
-				int64		since = strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since;
+			WiHttpRequest req;
+			char	   *next = NULL;
+			char	   *next_body = NULL;
 
-				next = s.events ? s.adapter->events_url(s.src, &s.type, s.since, cursor)
-					: s.adapter->list_url(s.src, &s.type, since, cursor);
-				if (next != NULL && !s.events && s.adapter->list_body)
-					next_body = s.adapter->list_body(s.src, &s.type, since, cursor);
-				if (next == NULL)
-					s.error = pstrdup("the list has more pages but the adapter cannot page by id");
+			if (++pages > SWEEP_MAX_PAGES)
+			{
+				s.error = psprintf("more than %d pages", SWEEP_MAX_PAGES);
+				break;
 			}
+			MemoryContextSwitchTo(page_cxt);
+			if (!http_get(&req, url, body, &s))
+				s.error = pstrdup("interrupted");
+			else if (req.status != 200)
+				s.error = req.error != NULL || req.status == 0
+					? psprintf("listing failed: %s", req.error ? req.error : "transport error")
+					: psprintf("listing answered http %ld", req.status);
+			else
+			{
+				s.body = req.body.data;
+				if ((err = wi_step_run(steps, s.events ? events_step : page_step, &s)) != NULL)
+					s.error = psprintf("reading a page failed: %s", err);
+				for (int i = 0; i < s.ndiffs && s.error == NULL; i++)
+				{
+					if (steps->stop_flag != NULL && wi_steps_stopping(steps))
+						s.error = pstrdup("interrupted");
+					else
+						repair_one(&s, &s.diffs[i]);
+				}
+				/* a Link rel="next" wins; otherwise page after the last id while has_more */
+				if (s.error != NULL)
+					;
+				else if (req.link_next)
+					next = req.link_next;
+				else if (s.has_more && (req.next_cursor || s.last_id))
+				{
+					/* the answer's own cursor (GraphQL's endCursor) wins over the last id */
+					const char *cursor = req.next_cursor ? req.next_cursor : s.last_id;
+					int64		since = strcmp(s.layer, "full") == 0 ? WI_LIST_ALL : s.since;
+
+					next = s.events ? s.adapter->events_url(s.src, &s.type, s.since, cursor)
+						: s.adapter->list_url(s.src, &s.type, since, cursor);
+					if (next != NULL && !s.events && s.adapter->list_body)
+						next_body = s.adapter->list_body(s.src, &s.type, since, cursor);
+					if (next == NULL)
+						s.error = pstrdup("the list has more pages but the adapter cannot page by id");
+				}
+			}
+			/* the next page only once the source's budget allows it */
+			if (next != NULL && req.pace_s > 0 && !sweep_pause(steps, req.pace_s))
+				s.error = pstrdup("interrupted");
+			MemoryContextSwitchTo(pass_cxt);
+			pfree(url);
+			if (body)
+				pfree(body);
+			url = next ? pstrdup(next) : NULL;
+			body = next_body ? pstrdup(next_body) : NULL;
+			keep_reasons(&s, pass_cxt);
+			MemoryContextReset(page_cxt);
+			s.body = NULL;
+			s.diffs = NULL;
+			s.ndiffs = 0;
+			s.last_id = NULL;
+			elog(DEBUG1, "webhook_inbox: sweep run " INT64_FORMAT " page %d done, %zu bytes held",
+				 s.run_id, pages, (size_t) (MemoryContextMemAllocated(pass_cxt, true) - held_at_start));
 		}
-		/* the next page only once the source's budget allows it */
-		if (next != NULL && req.pace_s > 0 && !sweep_pause(steps, req.pace_s))
-			s.error = pstrdup("interrupted");
-		MemoryContextSwitchTo(pass_cxt);
-		pfree(url);
-		if (body)
-			pfree(body);
-		url = next ? pstrdup(next) : NULL;
-		body = next_body ? pstrdup(next_body) : NULL;
-		keep_reasons(&s, pass_cxt);
-		MemoryContextReset(page_cxt);
-		s.body = NULL;
-		s.diffs = NULL;
-		s.ndiffs = 0;
-		s.last_id = NULL;
-		elog(DEBUG1, "webhook_inbox: sweep run " INT64_FORMAT " page %d done, %zu bytes held",
-			 s.run_id, pages, (size_t) (MemoryContextMemAllocated(pass_cxt, true) - held_at_start));
 	}
 
 	/* a full pass that listed everything: what the mirror has and the provider did not list */

@@ -23,6 +23,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "credentials.h"
 #include "provider.h"
 #include "ratelimit.h"
 #include "step.h"
@@ -87,6 +88,9 @@ discover(const WiSteps *steps, int32 source_id, char **error)
 	char	   *err;
 	int			pages = 0;
 
+	/* a GitHub App lists its installations as the app (adapters/github.c) */
+	if ((d.listed = wi_github_discover(steps, source_id, error)) >= 0)
+		return d.listed;
 	memset(&d, 0, sizeof(d));
 	d.source_id = source_id;
 	*error = NULL;
@@ -189,6 +193,7 @@ wi_tenants_due(const WiSteps *steps)
 					(errmsg("webhook_inbox: listing the tenants of source %d stopped: %s",
 							l.ids[i], error)));
 	}
+	wi_github_discover_due(steps);
 }
 
 /*
@@ -229,7 +234,7 @@ wi_discover_tenants(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("source \"%s\" has no list of tenants", source),
-				 errdetail("Only a Stripe source with an api_base lists its connected accounts (GET /v1/accounts).")));
+				 errdetail("A Stripe source with an api_base lists its connected accounts (GET /v1/accounts), a GitHub App its installations (GET /app/installations).")));
 	if (error != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONNECTION_FAILURE),

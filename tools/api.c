@@ -588,7 +588,11 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 		sb_puts(&b, "{\"source\":");
 		sb_json_str(&b, m->sources[o->source].name);
 		sb_puts(&b, ",\"tenant\":");
-		sb_json_str(&b, model_tenant_of(m, o));
+		if ((o->type == OT_ISSUE || o->type == OT_PULL) &&
+			github_app_repo_tenant(api, model_gh_repo(m, o)) != NULL)
+			sb_json_str(&b, github_app_repo_tenant(api, model_gh_repo(m, o)));	/* an installation */
+		else
+			sb_json_str(&b, model_tenant_of(m, o));
 		sb_printf(&b, ",\"type\":\"%s\",\"id\":\"%s\",\"status\":", obj_type_name(o->type), o->id);
 		if (st)
 			sb_printf(&b, "\"%s\"", st);

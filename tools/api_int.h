@@ -105,6 +105,8 @@ extern void api_drop_connection(struct evhttp_request *req);
 extern void github_app_handle(sim_api *api, struct evhttp_request *req, const char *path,
 							  const char *query);
 extern int	github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *repo);
+/* the tenant of a model's repository under a GitHub App: its installation's id, or NULL */
+extern const char *github_app_repo_tenant(sim_api *api, const char *repo);
 extern void github_app_sim(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
 

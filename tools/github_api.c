@@ -1,6 +1,7 @@
 /*
  * github_api.c
- *		GitHub's REST API for the issues and pull requests of one repository,
+ *		GitHub's REST API for the issues and pull requests of the model's
+ *		repositories (--github-repo, several comma-separated),
  *		as @octokit/openapi describes it (api.github.com.json):
  *		GET /repos/{owner}/{repo}/issues, /issues/{issue_number},
  *		/pulls, /pulls/{pull_number}.
@@ -181,7 +182,7 @@ page_url(sim_api *api, sbuf *b, const char *path, sim_params *ps, int64_t page)
 
 static void
 handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_params *ps,
-			int pulls)
+			int pulls, int repo)
 {
 	sim_model  *m = api->model;
 	gh_query	q;
@@ -201,7 +202,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 	{
 		const sim_object *o = &m->objs[k];
 
-		if (!o->exists || (o->type != OT_PULL && (pulls || o->type != OT_ISSUE)))
+		if (!o->exists || (o->type != OT_PULL && (pulls || o->type != OT_ISSUE)) || o->repo != repo)
 			continue;
 		if ((q.state == 0 && o->status != 0) || (q.state == 1 && o->status != 1))
 			continue;
@@ -253,7 +254,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 
 /* An issue (or pull request) by its number in the repository. */
 static long
-find_number(const sim_model *m, const char *s, int pulls)
+find_number(const sim_model *m, const char *s, int pulls, int repo)
 {
 	int64_t		num;
 	long		k;
@@ -264,7 +265,7 @@ find_number(const sim_model *m, const char *s, int pulls)
 	{
 		const sim_object *o = &m->objs[k];
 
-		if (o->exists && o->number == num &&
+		if (o->exists && o->number == num && o->repo == repo &&
 			(o->type == OT_PULL || (!pulls && o->type == OT_ISSUE)))
 			return k;
 	}
@@ -275,7 +276,8 @@ void
 github_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	sim_model  *m = api->model;
-	size_t		rl = strlen(m->repo);
+	size_t		rl = 0;
+	int			repo = -1;
 	const char *rest = path + strlen("/repos/");
 	sim_params	ps;
 
@@ -284,15 +286,45 @@ github_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 		gh_error(req, 404, "Not Found", NULL);
 		return;
 	}
-	if (strncmp(rest, m->repo, rl) != 0 || rest[rl] != '/')
+	/* the model's repository the path names, if any */
+	for (int i = 0; i < m->nrepos && repo < 0; i++)
 	{
-		/* another repository: 404, once a GitHub App's token passed */
-		if (github_app_repo_access(api, req, NULL))
-			gh_error(req, 404, "Not Found", NULL);
+		rl = strlen(m->repos[i]);
+		if (strncmp(rest, m->repos[i], rl) == 0 && rest[rl] == '/')
+			repo = i;
+	}
+	if (repo < 0)
+	{
+		const char *sl = strchr(rest, '/');
+		const char *end = sl ? strchr(sl + 1, '/') : NULL;
+		char	   *other;
+
+		if (api->gh_app == NULL || end == NULL)
+		{
+			/* another repository: 404, once a GitHub App's token passed */
+			if (github_app_repo_access(api, req, NULL))
+				gh_error(req, 404, "Not Found", NULL);
+			return;
+		}
+
+		/*
+		 * A repository granted to the token's installation that the model
+		 * made nothing in: its lists are empty, its numbers 404; one not
+		 * granted is 404 (github_app_repo_access answers).
+		 */
+		other = xstrndup(rest, (size_t) (end - rest));
+		if (github_app_repo_access(api, req, other))
+		{
+			if (strcmp(end, "/issues") == 0 || strcmp(end, "/pulls") == 0)
+				api_reply(req, 200, "[]");
+			else
+				gh_error(req, 404, "Not Found", NULL);
+		}
+		free(other);
 		return;
 	}
 	/* a GitHub App reads with the token of an installation that has the repository */
-	if (!github_app_repo_access(api, req, m->repo))
+	if (!github_app_repo_access(api, req, m->repos[repo]))
 		return;
 	rest += rl;
 	if (params_parse(query, query ? strlen(query) : 0, &ps) != 0)
@@ -301,12 +333,12 @@ github_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 		return;
 	}
 	if (strcmp(rest, "/issues") == 0 || strcmp(rest, "/pulls") == 0)
-		handle_list(api, req, path, &ps, rest[1] == 'p');
+		handle_list(api, req, path, &ps, rest[1] == 'p', repo);
 	else if ((strncmp(rest, "/issues/", 8) == 0 || strncmp(rest, "/pulls/", 7) == 0) &&
 			 strchr(rest + (rest[1] == 'p' ? 7 : 8), '/') == NULL)
 	{
 		int			pulls = rest[1] == 'p';
-		long		k = find_number(m, rest + (pulls ? 7 : 8), pulls);
+		long		k = find_number(m, rest + (pulls ? 7 : 8), pulls, repo);
 
 		if (ps.n > 0)
 			gh_error(req, 400, "Unknown parameter (GitHub ignores it; webhook-sim refuses it)", NULL);

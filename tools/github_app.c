@@ -67,6 +67,9 @@ typedef struct gh_installation
 	char	   *repos[GH_MAX_REPOS];	/* owner/name */
 	int			nrepos;
 	long		tokens;			/* issued */
+	int64_t		window_start;	/* --github-rate-limit: the current window */
+	long		used;			/* requests in it */
+	long		rate_limited;	/* requests answered 403 rate limit exceeded */
 } gh_installation;
 
 typedef struct gh_token
@@ -88,6 +91,8 @@ struct gh_app
 	long		ntokens;
 	sim_rng		rng;
 	long		jwt_refused;
+	int			rate_limit;		/* per installation per window; 0: none */
+	int			rate_window;
 };
 
 /* ---------- setup ---------- */
@@ -150,6 +155,8 @@ gh_app_new(const gh_app_options *opt, const char *repo, uint64_t seed, char *err
 	app->app_id = xstrdup(opt->app_id);
 	app->client_id = opt->client_id ? xstrdup(opt->client_id) : NULL;
 	app->token_ttl = opt->token_ttl > 0 ? opt->token_ttl : 3600;
+	app->rate_limit = opt->rate_limit;
+	app->rate_window = opt->rate_window > 0 ? opt->rate_window : 3600;
 	rng_seed(&app->rng, seed ^ 0x6a7bULL);
 	if (opt->key_file == NULL)
 	{
@@ -369,6 +376,51 @@ find_installation(gh_app *app, const char *s)
 }
 
 /*
+ * GitHub's primary rate limit, per installation (--github-rate-limit):
+ * every request made with one of its tokens counts in the current window;
+ * each answer says x-ratelimit-limit, -remaining, -used, -reset (epoch
+ * seconds) and -resource, and once none remain the request is 403 "API
+ * rate limit exceeded for installation ID N." with remaining 0 until the
+ * reset ("Rate limits for the REST API").
+ */
+static int
+rate_allow(gh_app *app, gh_installation *in, struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	int64_t		now = now_epoch();
+	char		v[32];
+	int			ok;
+
+	if (in->window_start == 0 || now >= in->window_start + app->rate_window)
+	{
+		in->window_start = now;
+		in->used = 0;
+	}
+	ok = in->used < app->rate_limit;
+	if (ok)
+		in->used++;
+	snprintf(v, sizeof(v), "%d", app->rate_limit);
+	evhttp_add_header(h, "x-ratelimit-limit", v);
+	snprintf(v, sizeof(v), "%ld", (long) app->rate_limit - in->used);
+	evhttp_add_header(h, "x-ratelimit-remaining", v);
+	snprintf(v, sizeof(v), "%ld", in->used);
+	evhttp_add_header(h, "x-ratelimit-used", v);
+	snprintf(v, sizeof(v), "%lld", (long long) (in->window_start + app->rate_window));
+	evhttp_add_header(h, "x-ratelimit-reset", v);
+	evhttp_add_header(h, "x-ratelimit-resource", "core");
+	if (!ok)
+	{
+		char		msg[96];
+
+		in->rate_limited++;
+		snprintf(msg, sizeof(msg), "API rate limit exceeded for installation ID %lld.", (long long) in->id);
+		gh_reply_error(req, 403, msg,
+					   "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api");
+	}
+	return ok;
+}
+
+/*
  * The installation of the request's token (Authorization: Bearer or
  * token), or NULL after answering 401/403 as GitHub does.
  */
@@ -394,6 +446,8 @@ token_installation(gh_app *app, struct evhttp_request *req)
 			gh_reply_error(req, 403, "This installation has been suspended", GH_DOCS_APPS);
 			return NULL;
 		}
+		if (app->rate_limit > 0 && !rate_allow(app, in, req))
+			return NULL;
 		return in;
 	}
 	gh_reply_error(req, 401, "Bad credentials", "https://docs.github.com/rest");
@@ -768,6 +822,30 @@ github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *rep
 	return 0;
 }
 
+/*
+ * The installation a model's repository is granted to, as its tenant id
+ * ("installation.id" of its webhooks): what /_sim/truth names as the
+ * tenant of its issues and pull requests.  NULL without an app, or when no
+ * installation that is not removed has it.
+ */
+const char *
+github_app_repo_tenant(sim_api *api, const char *repo)
+{
+	static char buf[32];
+	gh_app	   *app = api->gh_app;
+
+	if (app == NULL)
+		return NULL;
+	for (int i = 0; i < app->ninst; i++)
+		for (int k = 0; k < app->inst[i].nrepos; k++)
+			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], repo) == 0)
+			{
+				snprintf(buf, sizeof(buf), "%lld", (long long) app->inst[i].id);
+				return buf;
+			}
+	return NULL;
+}
+
 void
 github_app_sim(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
@@ -817,8 +895,9 @@ github_app_sim(sim_api *api, struct evhttp_request *req, const char *path, const
 	sb_init(&b);
 	sb_printf(&b, "{\"jwt_refused\":%ld,\"installations\":[", app->jwt_refused);
 	for (int i = 0; i < app->ninst; i++)
-		sb_printf(&b, "%s{\"id\":%lld,\"state\":\"%s\",\"tokens\":%ld}", i ? "," : "",
-				  (long long) app->inst[i].id, state_names[app->inst[i].state], app->inst[i].tokens);
+		sb_printf(&b, "%s{\"id\":%lld,\"state\":\"%s\",\"tokens\":%ld,\"rate_limited\":%ld}", i ? "," : "",
+				  (long long) app->inst[i].id, state_names[app->inst[i].state], app->inst[i].tokens,
+				  app->inst[i].rate_limited);
 	sb_puts(&b, "]}");
 	api_reply(req, 200, b.data);
 	sb_free(&b);
@@ -829,14 +908,33 @@ api_github_app_event(sim_api *api, sim_event *ev)
 {
 	gh_app	   *app = api->gh_app;
 	const gh_installation *in = NULL;
+	const char *repo = api->model->repo;
+	char		full[128];
 	char		node[64];
+	const char *p;
 	sbuf		b;
 
 	if (app == NULL || ev->body == NULL || ev->body_len < 2 || ev->body[0] != '{')
 		return;
+	/* the repository the event's repository member names (model.c writes it last but one) */
+	p = strstr(ev->body, ",\"repository\":{");
+	p = p ? strstr(p, "\"full_name\":\"") : NULL;
+	if (p != NULL)
+	{
+		size_t		len;
+
+		p += strlen("\"full_name\":\"");
+		len = strcspn(p, "\"");
+		if (len < sizeof(full))
+		{
+			memcpy(full, p, len);
+			full[len] = '\0';
+			repo = full;
+		}
+	}
 	for (int i = 0; i < app->ninst && in == NULL; i++)
 		for (int k = 0; k < app->inst[i].nrepos; k++)
-			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], api->model->repo) == 0)
+			if (app->inst[i].state != GH_REMOVED && strcmp(app->inst[i].repos[k], repo) == 0)
 			{
 				in = &app->inst[i];
 				break;

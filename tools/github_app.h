@@ -16,6 +16,8 @@ typedef struct gh_app_options
 	const char *client_id;		/* also accepted as the JWT's iss, or NULL */
 	const char *key_file;		/* the app's public key (or private key), PEM */
 	int			token_ttl;		/* seconds an installation token lasts (3600) */
+	int			rate_limit;		/* requests per installation per window; 0: none */
+	int			rate_window;	/* seconds (3600) */
 	/* "ID[:OWNER/REPO[,OWNER/REPO...]]": the repositories it was granted */
 	const char *installations[GH_APP_MAX_INSTALLATIONS];
 	int			ninstallations;

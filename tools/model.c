@@ -314,6 +314,21 @@ model_init(sim_model *m, uint64_t seed, long nobjects, long nevents,
 			github = i;
 	}
 	snprintf(m->repo, sizeof(m->repo), "%s", repo ? repo : "acme/widgets");
+	/* several repositories, comma-separated: the objects are spread over them */
+	{
+		char	   *p = m->repo;
+
+		while (*p && m->nrepos < SIM_MAX_REPOS)
+		{
+			size_t		len = strcspn(p, ",");
+
+			snprintf(m->repos[m->nrepos++], sizeof(m->repos[0]), "%.*s", (int) len, p);
+			p += len + (p[len] == ',' ? 1 : 0);
+		}
+		if (m->nrepos == 0)
+			snprintf(m->repos[m->nrepos++], sizeof(m->repos[0]), "%s", m->repo);
+		snprintf(m->repo, sizeof(m->repo), "%s", m->repos[0]);
+	}
 	for (t = 0; t < OT__COUNT; t++)
 		m->src_for[t] = (types_mask & (1u << t)) ? stripe : -1;
 	if (types_mask & (1u << OT_SUB))
@@ -556,6 +571,12 @@ render_ref(sbuf *out, const char *name, const char *id)
 		sb_printf(out, ",\"%s\":null", name);
 }
 
+const char *
+model_gh_repo(const sim_model *m, const sim_object *o)
+{
+	return o->repo >= 0 && o->repo < m->nrepos ? m->repos[o->repo] : m->repo;
+}
+
 /* GitHub's user and repository objects, as the webhook and API payloads carry them. */
 static void
 render_gh_user(sbuf *out, const char *name)
@@ -592,6 +613,7 @@ void
 render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o)
 {
 	long long	id = o->type == OT_PULL ? (long long) o->alt_id : atoll(o->id);
+	const char *repo = model_gh_repo(m, o);
 	const char *reason = o->status == GH_OPEN ? (o->attempts ? "\"reopened\"" : "null") :
 	o->quantity % 3 == 0 ? "\"not_planned\"" : "\"completed\"";
 
@@ -605,8 +627,8 @@ render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o)
 			  "\"title\":\"%s %ld (rev %d)\",\"state\":\"%s\",\"state_reason\":%s,\"locked\":false,"
 			  "\"assignee\":null,\"assignees\":[],\"milestone\":null,\"comments\":%d,"
 			  "\"author_association\":\"MEMBER\",\"body\":null",
-			  id, id, o->number, m->repo, o->number, m->repo, m->repo, o->number,
-			  m->repo, o->number, m->repo, o->number, m->repo,
+			  id, id, o->number, repo, o->number, repo, repo, o->number,
+			  repo, o->number, repo, o->number, repo,
 			  o->type == OT_PULL ? "pull" : "issues", o->number,
 			  o->type == OT_PULL ? "Change" : "Issue", o->number, o->quantity,
 			  gh_status[o->status], o->type == OT_PULL ? "null" : reason, o->quantity);
@@ -626,7 +648,7 @@ render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o)
 				  "\"html_url\":\"https://github.com/%s/pull/%ld\","
 				  "\"diff_url\":\"https://github.com/%s/pull/%ld.diff\","
 				  "\"patch_url\":\"https://github.com/%s/pull/%ld.patch\",\"merged_at\":",
-				  m->repo, o->number, m->repo, o->number, m->repo, o->number, m->repo, o->number);
+				  repo, o->number, repo, o->number, repo, o->number, repo, o->number);
 		if (o->captured)
 			sb_printf(out, "\"%s\"}", mt);
 		else
@@ -639,6 +661,7 @@ render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o)
 static void
 render_gh_pull(const sim_model *m, sbuf *out, const sim_object *o)
 {
+	const char *repo = model_gh_repo(m, o);
 	char		mt[40];
 
 	iso_time(o->updated_at, 1, mt, sizeof(mt));
@@ -655,9 +678,9 @@ render_gh_pull(const sim_model *m, sbuf *out, const sim_object *o)
 			  "\"mergeable_state\":\"unknown\",\"maintainer_can_modify\":false,\"merged_by\":null,"
 			  "\"comments\":0,\"review_comments\":0,\"commits\":1,\"additions\":%d,\"deletions\":0,"
 			  "\"changed_files\":1",
-			  o->id, o->id, o->number, m->repo, o->number, m->repo, o->number, m->repo, o->number,
+			  o->id, o->id, o->number, repo, o->number, repo, o->number, repo, o->number,
 			  gh_status[o->status], o->number, o->quantity, o->captured ? "true" : "false",
-			  o->number, o->number, (long) o->number * 7919 + o->quantity, m->repo, 0, 1 + o->quantity);
+			  o->number, o->number, (long) o->number * 7919 + o->quantity, repo, 0, 1 + o->quantity);
 	sb_printf(out, ",\"diff_url\":\"https://github.com/%s/pull/%ld.diff\","
 			  "\"patch_url\":\"https://github.com/%s/pull/%ld.patch\","
 			  "\"commits_url\":\"https://api.github.com/repos/%s/pulls/%ld/commits\","
@@ -667,9 +690,9 @@ render_gh_pull(const sim_model *m, sbuf *out, const sim_object *o)
 			  "\"statuses_url\":\"https://api.github.com/repos/%s/statuses/%040ld\","
 			  "\"_links\":{\"self\":{\"href\":\"https://api.github.com/repos/%s/pulls/%ld\"},"
 			  "\"html\":{\"href\":\"https://github.com/%s/pull/%ld\"}}",
-			  m->repo, o->number, m->repo, o->number, m->repo, o->number, m->repo, o->number,
-			  m->repo, m->repo, o->number, m->repo, (long) o->number * 7919 + o->quantity,
-			  m->repo, o->number, m->repo, o->number);
+			  repo, o->number, repo, o->number, repo, o->number, repo, o->number,
+			  repo, repo, o->number, repo, (long) o->number * 7919 + o->quantity,
+			  repo, o->number, repo, o->number);
 	render_gh_user(out, "user");
 	render_gh_times(out, o);
 	if (o->captured)
@@ -956,7 +979,8 @@ emit_event(sim_model *m, long k, const char *type)
 		}
 		sb_printf(&b, ",\"repository\":{\"id\":1296269,\"node_id\":\"MDEwOlJlcG9zaXRvcnkxMjk2MjY5\","
 				  "\"name\":\"%s\",\"full_name\":\"%s\",\"private\":false}",
-				  strchr(m->repo, '/') ? strchr(m->repo, '/') + 1 : m->repo, m->repo);
+				  strchr(model_gh_repo(m, o), '/') ? strchr(model_gh_repo(m, o), '/') + 1 : model_gh_repo(m, o),
+				  model_gh_repo(m, o));
 		sb_puts(&b, ",\"sender\":{\"login\":\"octocat\",\"id\":583231,\"type\":\"User\"}}");
 	}
 	else if (src->kind == WI_KIND_standard)
@@ -1084,6 +1108,7 @@ create_root(sim_model *m, long k)
 		case OT_ISSUE:
 		case OT_PULL:
 			o->number = ++m->gh_number;
+			o->repo = m->nrepos > 1 ? (int) (k % m->nrepos) : 0;
 			o->status = GH_OPEN;
 			o->currency = 0;	/* labeled? */
 			emit_event(m, k, "opened");

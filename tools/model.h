@@ -72,6 +72,7 @@ typedef struct sim_object
 	long		pos;			/* position in the type's creation order */
 	long		number;			/* order number (#1001 …), issue/pull number */
 	int64_t		alt_id;			/* pull requests: the id of their issue */
+	int			repo;			/* GitHub: index into the model's repos */
 	int			account;		/* Stripe Connect: 1 + index into the model's
 								 * accounts; 0: the platform's own */
 	char		customer[40];
@@ -108,6 +109,8 @@ typedef struct sim_event
 
 #define SIM_MAX_QUEUE 8
 
+#define SIM_MAX_REPOS 8
+
 typedef struct sim_model
 {
 	uint64_t	seed;
@@ -118,7 +121,9 @@ typedef struct sim_model
 	sim_source *sources;
 	int			nsources;
 	int			src_for[OT__COUNT];	/* source index per type, -1 if none */
-	char		repo[128];		/* GitHub owner/name */
+	char		repo[128];		/* GitHub owner/name: the first of repos */
+	char		repos[SIM_MAX_REPOS][128];	/* --github-repo A/B,C/D: objects spread over them */
+	int			nrepos;
 	long		gh_number;		/* last issue/pull number of the repository */
 
 	sim_rng		rng;			/* scenario */
@@ -240,6 +245,8 @@ extern long model_find_object(const sim_model *m, obj_type t, const char *id);
 extern void render_object(const sim_model *m, sbuf *out, const sim_object *o);
 /* A GitHub issue or pull request as the issues API shows it. */
 extern void render_gh_issue(const sim_model *m, sbuf *out, const sim_object *o);
+/* GitHub: the owner/name of an issue's or pull request's repository */
+extern const char *model_gh_repo(const sim_model *m, const sim_object *o);
 
 /*
  * Create a refund (an API effect) of amount on PaymentIntent pi, with the

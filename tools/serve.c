@@ -92,7 +92,8 @@ serve_help(void)
 		 "  --stripe NAME:SECRET     Stripe-kind source: the Stripe types of --types\n"
 		 "  --shopify NAME:SECRET    Shopify-kind source: orders\n"
 		 "  --github NAME:SECRET     GitHub-kind source: issues and pull requests\n"
-		 "  --github-repo OWNER/NAME the repository of the GitHub API (default acme/widgets)\n"
+		 "  --github-repo OWNER/NAME the repository of the GitHub API (default acme/widgets);\n"
+		 "                           several comma-separated spread the objects over them\n"
 		 "  --github-app ID[:CLIENT_ID]  the API is a GitHub App's: reads need an installation\n"
 		 "                           token, minted with a JWT (RS256) whose iss is ID or CLIENT_ID\n"
 		 "  --github-app-key FILE    the app's public key (or private key) in PEM\n"
@@ -100,6 +101,9 @@ serve_help(void)
 		 "                           an installation of the app and its repositories (default\n"
 		 "                           --github-repo); repeat for several\n"
 		 "  --github-token-ttl SECS  lifetime of installation tokens (default 3600)\n"
+		 "  --github-rate-limit N[/SECS] requests per installation token's installation per\n"
+		 "                           window (default none; window 3600 s), then 403 with\n"
+		 "                           x-ratelimit-remaining: 0 until x-ratelimit-reset\n"
 		 "  --types LIST             object types to generate (default\n"
 		 "                           subscription,payment_intent,refund,dispute,order,issue,\n"
 		 "                           pull_request); also invoice, customer, checkout.session, charge\n"
@@ -377,6 +381,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"github-app-key", required_argument, NULL, 41},
 		{"github-installation", required_argument, NULL, 42},
 		{"github-token-ttl", required_argument, NULL, 43},
+		{"github-rate-limit", required_argument, NULL, 44},
 		{"fault-429", required_argument, NULL, 18},
 		{"retry-after", required_argument, NULL, 19},
 		{"fault-5xx", required_argument, NULL, 20},
@@ -544,11 +549,22 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				break;
 			case 27:
 				{
-					const char *sl = strchr(optarg, '/');
+					/* OWNER/NAME, or several comma-separated (at most SIM_MAX_REPOS) */
+					const char *p = optarg;
+					int			n = 0;
 
 					o->repo = optarg;
-					bad = sl == NULL || sl == optarg || sl[1] == '\0' || strchr(sl + 1, '/') != NULL ||
-						strlen(optarg) >= 100;
+					bad = strlen(optarg) >= 100 || *p == '\0';
+					while (!bad && *p)
+					{
+						size_t		len = strcspn(p, ",");
+						const char *sl = memchr(p, '/', len);
+
+						bad = sl == NULL || sl == p || (size_t) (sl - p) == len - 1 ||
+							memchr(sl + 1, '/', len - (size_t) (sl - p) - 1) != NULL || ++n > SIM_MAX_REPOS ||
+							(p[len] == ',' && p[len + 1] == '\0');
+						p += len + (p[len] == ',' ? 1 : 0);
+					}
 					break;
 				}
 			case 40:
@@ -577,6 +593,20 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				bad = parse_int64(optarg, 1, 86400, &v) != 0;
 				o->api.github_app.token_ttl = (int) v;
 				break;
+			case 44:
+				{
+					/* N[/SECS]: requests per installation per window */
+					const char *sl = strchr(optarg, '/');
+					char	   *n = sl ? xstrndup(optarg, (size_t) (sl - optarg)) : xstrdup(optarg);
+					int64_t		w = 3600;
+
+					bad = parse_int64(n, 1, 1000000, &v) != 0 ||
+						(sl != NULL && parse_int64(sl + 1, 1, 86400, &w) != 0);
+					free(n);
+					o->api.github_app.rate_limit = (int) v;
+					o->api.github_app.rate_window = (int) w;
+					break;
+				}
 			case 18:
 				bad = parse_share(optarg, &o->fault_429) != 0;
 				break;
