@@ -381,7 +381,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"github-app-key", required_argument, NULL, 41},
 		{"github-installation", required_argument, NULL, 42},
 		{"github-token-ttl", required_argument, NULL, 43},
-		{"github-rate-limit", required_argument, NULL, 44},
+		{"github-rate-limit", required_argument, NULL, 47},
 		{"fault-429", required_argument, NULL, 18},
 		{"retry-after", required_argument, NULL, 19},
 		{"fault-5xx", required_argument, NULL, 20},
@@ -593,7 +593,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				bad = parse_int64(optarg, 1, 86400, &v) != 0;
 				o->api.github_app.token_ttl = (int) v;
 				break;
-			case 44:
+			case 47:
 				{
 					/* N[/SECS]: requests per installation per window */
 					const char *sl = strchr(optarg, '/');
