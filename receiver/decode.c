@@ -1,12 +1,10 @@
 /*
  * decode.c
  *		Decoding the hex and base64 signatures the schemes of verify.c read
- *		(declared in verify.h): pure functions over bytes, bounded by the
+ *		(declared in decode.h): pure functions over bytes, bounded by the
  *		caller's output buffer.
  */
-#include "verify.h"
-
-#include <stddef.h>
+#include "decode.h"
 
 #include "webhook_inbox_hex.h"
 

@@ -29,6 +29,8 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
+#include "decode.h"
+
 #define MAC_LEN			32		/* SHA-256 */
 #define MAX_CANDIDATES	8		/* signatures considered per delivery */
 #define MAX_SEGMENTS	32		/* pieces of signed bytes (hmac templates) */
