@@ -14,7 +14,7 @@
 #include "give_back.h"
 #include "outcome.h"
 #include "stats.h"
-#include "webhook_inbox.h"
+#include "step.h"
 
 /* as _give_back() takes them, in GiveBack order */
 static const char *const give_back_names[] = {"retry", "defer", "quarantine", "auth"};
