@@ -11,8 +11,8 @@
  *	   takes only as many as can be sent one after another within the lease.
  *	2. Per effect, _effects_check() (SQL) confirms the claim is still current
  *	   and its lease covers a whole request; if not, the effect is given back
- *	   and nothing is sent.  Then the request goes out (libcurl, outside any
- *	   transaction).
+ *	   and nothing is sent.  Then the request goes out (wi_http_send() of
+ *	   fetch.c, outside any transaction).
  *	3. _effects_store() (SQL) keeps the answer, guarded by the token, and
  *	   commits: done, failed (a definitive rejection), pending (provably not
  *	   performed), or uncertain (sent, outcome unknown).
@@ -26,8 +26,6 @@
  * it inside its loop, and the procedure run_effects() lets SQL do the same.
  */
 #include "postgres.h"
-
-#include <curl/curl.h>
 
 #include "access/xact.h"
 #include "catalog/pg_type.h"
@@ -43,9 +41,9 @@
 #include "utils/snapmgr.h"
 
 #include "compat.h"
+#include "fetch.h"
 #include "provider.h"
 #include "restore_guard.h"
-#include "stats.h"
 #include "step.h"
 #include "webhook_inbox.h"
 
@@ -76,8 +74,6 @@ typedef struct EffectJob
 	StringInfoData response;
 } EffectJob;
 
-static bool curl_ready = false;
-
 static char *
 copy_value(HeapTuple tup, TupleDesc desc, int col)
 {
@@ -86,115 +82,32 @@ copy_value(HeapTuple tup, TupleDesc desc, int col)
 	return v ? pstrdup(v) : NULL;
 }
 
-static size_t
-collect_response(char *ptr, size_t size, size_t nmemb, void *userdata)
-{
-	StringInfo	buf = (StringInfo) userdata;
-	size_t		n = size * nmemb;
-
-	/* keep the head of a large answer; the rest is drained */
-	if (buf->len < MAX_RESPONSE)
-		appendBinaryStringInfo(buf, ptr, Min(n, (size_t) (MAX_RESPONSE - buf->len)));
-	return n;
-}
-
-/*
- * Did the request possibly reach the provider?  Errors before the connection
- * was made prove it did not; everything after may have been processed.
- */
-static const char *
-classify_transport(CURLcode rc)
-{
-	switch (rc)
-	{
-		case CURLE_OK:
-			return "ok";
-		case CURLE_COULDNT_RESOLVE_HOST:
-		case CURLE_COULDNT_RESOLVE_PROXY:
-		case CURLE_COULDNT_CONNECT:
-		case CURLE_SSL_CONNECT_ERROR:
-		case CURLE_PEER_FAILED_VERIFICATION:
-		case CURLE_URL_MALFORMAT:
-		case CURLE_UNSUPPORTED_PROTOCOL:
-			return "not_sent";
-		default:
-			return "unknown";
-	}
-}
-
 /* Send one request; never raises (errors become job->transport/error). */
 static void
 perform_job(EffectJob *job)
 {
-	CURL	   *curl = NULL;
-	struct curl_slist *headers = NULL;
-	char	   *line;
-	CURLcode	rc;
-	void	   *parsed = NULL;
+	const char *headers[WI_MAX_SCOPE_HEADERS + 5];
+	int			nheaders = 0;
 
 	initStringInfo(&job->response);
-	/* the same check as every other provider request (fetch.c) */
-	job->error = wi_http_refusal(job->url, job->origin, &parsed);
-	if (job->error != NULL)
-	{
-		job->transport = "refused";
-		wi_stat_add(WI_STAT_REFUSED, 1);
+	if (job->idempotency_key)
+		headers[nheaders++] = psprintf("Idempotency-Key: %s", job->idempotency_key);
+	if (job->auth_name && job->auth_value)
+		headers[nheaders++] = psprintf("%s: %s", job->auth_name, job->auth_value);
+	if (job->content_type && job->body)
+		headers[nheaders++] = psprintf("Content-Type: %s", job->content_type);
+	/* an effect for a tenant is made as that tenant, as its reads are */
+	for (int i = 0; i < WI_MAX_SCOPE_HEADERS && job->scope[i] != NULL; i++)
+		headers[nheaders++] = job->scope[i];
+	headers[nheaders++] = "Expect:";
+	headers[nheaders] = NULL;
+	/* the same origin check as every other provider request (fetch.c) */
+	job->transport = wi_http_send(job->method, job->url, job->origin, headers, job->body,
+								  &job->response, MAX_RESPONSE, &job->http_status, &job->error);
+	if (strcmp(job->transport, "refused") == 0)
 		ereport(WARNING,
 				(errmsg("webhook_inbox: effect %lld was not sent", (long long) job->id),
 				 errdetail("%s", job->error)));
-		return;
-	}
-	curl = curl_easy_init();
-	if (curl == NULL)
-	{
-		curl_url_cleanup((CURLU *) parsed);
-		job->transport = "not_sent";
-		job->error = pstrdup("could not initialise libcurl");
-		return;
-	}
-	if (job->idempotency_key)
-	{
-		line = psprintf("Idempotency-Key: %s", job->idempotency_key);
-		headers = curl_slist_append(headers, line);
-	}
-	if (job->auth_name && job->auth_value)
-	{
-		line = psprintf("%s: %s", job->auth_name, job->auth_value);
-		headers = curl_slist_append(headers, line);
-	}
-	if (job->content_type && job->body)
-	{
-		line = psprintf("Content-Type: %s", job->content_type);
-		headers = curl_slist_append(headers, line);
-	}
-	/* an effect for a tenant is made as that tenant, as its reads are */
-	for (int i = 0; i < WI_MAX_SCOPE_HEADERS && job->scope[i] != NULL; i++)
-		headers = curl_slist_append(headers, job->scope[i]);
-	headers = curl_slist_append(headers, "Expect:");
-	curl_easy_setopt(curl, CURLOPT_CURLU, parsed);
-	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, job->method);
-	if (job->body)
-	{
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, job->body);
-		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(job->body));
-	}
-	else if (strcmp(job->method, "GET") == 0)
-		curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-	wi_curl_defaults(curl);
-	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, collect_response);
-	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &job->response);
-
-	rc = curl_easy_perform(curl);
-	job->transport = classify_transport(rc);
-	if (rc == CURLE_OK)
-		curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &job->http_status);
-	else
-		job->error = pstrdup(curl_easy_strerror(rc));
-
-	curl_slist_free_all(headers);
-	curl_easy_cleanup(curl);
-	curl_url_cleanup((CURLU *) parsed);
 }
 
 /*
@@ -235,12 +148,8 @@ wi_effects_cycle(const char *worker, int max_effects, bool own_xacts)
 	/* a procedure: one non-atomic connection, committed after each step */
 	WiStepMode	mode = own_xacts ? WI_STEPS_OWN_XACT : WI_STEPS_NONATOMIC;
 
-	if (!curl_ready)
-	{
-		if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK)
-			elog(ERROR, "webhook_inbox: could not initialise libcurl");
-		curl_ready = true;
-	}
+	/* libcurl is set up (once per process, fetch.c) before anything is claimed */
+	wi_http_ensure();
 
 	/* the jobs outlive the transactions below */
 	jobcxt = AllocSetContextCreate(TopMemoryContext, "webhook_inbox effects", ALLOCSET_DEFAULT_SIZES);

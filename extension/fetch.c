@@ -7,7 +7,8 @@
  *
  * The caller owns the requests; this file owns the curl handles and frees
  * them whatever happens, an ERROR thrown by the caller's completion
- * callback included.  Responses are kept whole in memory (bounded), since
+ * callback included.  The effects' requests, one at a time and waited for,
+ * go out here too (wi_http_send()), so libcurl is set up in one place.  Responses are kept whole in memory (bounded), since
  * they go to SQL as one text value: the C code reads no JSON.
  */
 #include "postgres.h"
@@ -19,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "fetch.h"
 #include "provider.h"
 #include "stats.h"
 #include "webhook_inbox.h"
@@ -48,8 +50,8 @@ wi_curl_defaults(void *handle)
 
 static CURLM *multi = NULL;
 
-static void
-ensure_curl(void)
+void
+wi_http_ensure(void)
 {
 	static bool global_done = false;
 
@@ -374,7 +376,7 @@ wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 	int		   *state;			/* 0 queued, 1 running, 2 finished */
 	volatile bool stopped = false;
 
-	ensure_curl();
+	wi_http_ensure();
 	state = palloc0(sizeof(int) * Max(n, 1));
 
 	PG_TRY();
@@ -464,4 +466,162 @@ wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 	}
 	pfree(state);
 	return !stopped;
+}
+
+/* A response kept up to a bound: the head of a large answer, the rest drained. */
+typedef struct BoundedResponse
+{
+	StringInfo	buf;
+	int			max;
+} BoundedResponse;
+
+static size_t
+bounded_write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	BoundedResponse *r = (BoundedResponse *) userdata;
+	size_t		n = size * nmemb;
+
+	if (r->buf->len < r->max)
+		appendBinaryStringInfo(r->buf, ptr, Min(n, (size_t) (r->max - r->buf->len)));
+	return n;
+}
+
+/*
+ * Did the request possibly reach the provider?  Errors before the connection
+ * was made prove it did not; everything after may have been processed.
+ */
+static const char *
+classify_transport(CURLcode rc)
+{
+	switch (rc)
+	{
+		case CURLE_OK:
+			return "ok";
+		case CURLE_COULDNT_RESOLVE_HOST:
+		case CURLE_COULDNT_RESOLVE_PROXY:
+		case CURLE_COULDNT_CONNECT:
+		case CURLE_SSL_CONNECT_ERROR:
+		case CURLE_PEER_FAILED_VERIFICATION:
+		case CURLE_URL_MALFORMAT:
+		case CURLE_UNSUPPORTED_PROTOCOL:
+			return "not_sent";
+		default:
+			return "unknown";
+	}
+}
+
+/*
+ * Runs the one transfer h, added to the process's multi handle, until it
+ * ends, as a blocking transfer would: nothing else is in flight
+ * (wi_http_run() leaves none), and no interrupt stops it half way, since an
+ * abandoned request's outcome would be unknown.  Returns its result, or
+ * sets *merror for a failure of the multi interface itself.
+ */
+static CURLcode
+run_one(CURL *h, CURLMcode *merror)
+{
+	CURLcode	result = CURLE_OK;
+	bool		finished = false;
+
+	*merror = CURLM_OK;
+	while (!finished)
+	{
+		int			running = 0;
+		int			left;
+		CURLMsg    *msg;
+
+		*merror = curl_multi_perform(multi, &running);
+		if (*merror == CURLM_OK)
+			while ((msg = curl_multi_info_read(multi, &left)) != NULL)
+				if (msg->msg == CURLMSG_DONE && msg->easy_handle == h)
+				{
+					result = msg->data.result;
+					finished = true;
+				}
+		if (!finished && *merror == CURLM_OK)
+			*merror = curl_multi_poll(multi, NULL, 0, WI_HTTP_POLL_MS, NULL);
+		if (*merror != CURLM_OK)
+			break;
+	}
+	curl_multi_remove_handle(multi, h);
+	return result;
+}
+
+/* See fetch.h. */
+const char *
+wi_http_send(const char *method, const char *url, const char *origin,
+			 const char *const *headers, const char *body,
+			 StringInfo response, int max_response, long *status, char **error)
+{
+	CURL	   *curl;
+	struct curl_slist *list = NULL;
+	void	   *parsed = NULL;
+	BoundedResponse bounded = {response, max_response};
+	CURLcode	rc;
+	CURLMcode	mrc = CURLM_OK;
+	const char *transport;
+
+	*status = 0;
+	*error = wi_http_refusal(url, origin, &parsed);
+	if (*error != NULL)
+	{
+		wi_stat_add(WI_STAT_REFUSED, 1);
+		return "refused";
+	}
+	curl = curl_easy_init();
+	if (curl == NULL)
+	{
+		curl_url_cleanup((CURLU *) parsed);
+		*error = pstrdup("could not initialise libcurl");
+		return "not_sent";
+	}
+	for (int i = 0; headers != NULL && headers[i] != NULL; i++)
+		list = curl_slist_append(list, headers[i]);
+	curl_easy_setopt(curl, CURLOPT_CURLU, parsed);
+	curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method);
+	if (body)
+	{
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE, (long) strlen(body));
+	}
+	else if (strcmp(method, "GET") == 0)
+		curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(curl, CURLOPT_HTTPHEADER, list);
+	wi_curl_defaults(curl);
+	curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, bounded_write_cb);
+	curl_easy_setopt(curl, CURLOPT_WRITEDATA, &bounded);
+	/* a connection of its own, as a lone transfer has: none is reused after */
+	curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+	curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+
+	mrc = curl_multi_add_handle(multi, curl);
+	if (mrc != CURLM_OK)
+	{
+		/* nothing left */
+		transport = "not_sent";
+		*error = pstrdup(curl_multi_strerror(mrc));
+		curl_slist_free_all(list);
+		curl_easy_cleanup(curl);
+		curl_url_cleanup((CURLU *) parsed);
+		return transport;
+	}
+	rc = run_one(curl, &mrc);
+	if (mrc != CURLM_OK)
+	{
+		/* the transfer may have begun: its outcome is not known */
+		transport = "unknown";
+		*error = pstrdup(curl_multi_strerror(mrc));
+	}
+	else
+	{
+		transport = classify_transport(rc);
+		if (rc == CURLE_OK)
+			curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, status);
+		else
+			*error = pstrdup(curl_easy_strerror(rc));
+	}
+	curl_slist_free_all(list);
+	curl_easy_cleanup(curl);
+	curl_url_cleanup((CURLU *) parsed);
+	return transport;
 }

@@ -20,7 +20,7 @@
  *      answers are saved, with whose credentials each request carried,
  *      under the claims' tokens (fencing) in batches, by _save_fetched(), or
  *      mapped to retry / quarantine / tombstone.
- * A claim that cannot be finished is given back (_give_back()): retried
+ * A claim that cannot be finished is given back (give_back.c): retried
  * with backoff and quarantined after max_attempts, or deferred without an
  * attempt; nothing is retried forever and nothing is lost.
  *
@@ -40,6 +40,7 @@
 
 #include "outcome.h"
 #include "credentials.h"
+#include "give_back.h"
 #include "provider.h"
 #include "ratelimit.h"
 #include "round.h"
@@ -84,61 +85,6 @@ typedef struct Round
 	int			npending;
 	TimestampTz pending_since;	/* when the oldest of them was answered */
 } Round;
-
-/* ---------- giving a claim back ---------- */
-
-typedef enum GiveBack
-{
-	GIVE_RETRY,					/* counts an attempt: backoff, or delay */
-	GIVE_DEFER,					/* no attempt counted: due again after delay */
-	GIVE_QUARANTINE,			/* set aside for a person */
-	GIVE_AUTH					/* quarantine, and flag the source */
-} GiveBack;
-
-/* as _give_back() takes them, in GiveBack order */
-static const char *const give_back_names[] = {"retry", "defer", "quarantine", "auth"};
-
-typedef struct GiveBackStep
-{
-	int64		token;
-	GiveBack	how;
-	const char *reason;
-	double		delay_s;		/* < 0: retry()'s own backoff */
-	int			http;
-	WiOutcome	result;
-} GiveBackStep;
-
-static void
-give_back_xact(void *arg)
-{
-	GiveBackStep *g = (GiveBackStep *) arg;
-	Oid			t[5] = {INT8OID, TEXTOID, TEXTOID, FLOAT8OID, INT4OID};
-	Datum		v[5];
-	char		nl[5] = {' ', ' ', ' ', ' ', ' '};
-
-	v[0] = Int64GetDatum(g->token);
-	v[1] = CStringGetTextDatum(give_back_names[g->how]);
-	v[2] = g->reason ? CStringGetTextDatum(g->reason) : (Datum) 0;
-	nl[2] = g->reason ? ' ' : 'n';
-	v[3] = Float8GetDatum(g->delay_s);
-	v[4] = Int32GetDatum(g->http);
-	wi_spi_exec("SELECT webhook_inbox._give_back($1, $2, $3, $4, $5)", 5, t, v, nl, SPI_OK_SELECT);
-	g->result = wi_outcome_from_name(wi_spi_first_text());
-}
-
-/* Hands a claim back in a step of its own, and counts what that did. */
-static void
-give_back(const WiSteps *steps, int64 token, GiveBack how, const char *reason, double delay_s,
-		  int http)
-{
-	GiveBackStep g = {token, how, reason, delay_s, http, WI_OUT_FENCED};
-
-	if (wi_step_run(steps, give_back_xact, &g) != NULL)
-		return;					/* logged; the lease expires and the claim returns */
-	if (how == GIVE_AUTH)
-		wi_stat_add(WI_STAT_AUTH_REFUSED, 1);
-	wi_outcome_count(g.result, 1);
-}
 
 /*
  * Row r of the last result of _work_local(), _work_round() or a save of
@@ -370,7 +316,7 @@ local_work(Round *rd)
 			c->need_fetch = false;
 			if (wi_steps_stopping(rd->steps))
 			{
-				give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
+				wi_give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
 				continue;
 			}
 			rd->batch = &local[k];
@@ -380,7 +326,7 @@ local_work(Round *rd)
 			{
 				memset(c->counts, 0, sizeof(c->counts));
 				c->need_fetch = false;
-				give_back(rd->steps, c->token, GIVE_RETRY, err, -1, 0);
+				wi_give_back(rd->steps, c->token, GIVE_RETRY, err, -1, 0);
 			}
 		}
 	}
@@ -575,7 +521,7 @@ flush_saves(Round *rd)
 			if (err)
 			{
 				c->saved = false;
-				give_back(rd->steps, c->token, GIVE_RETRY, psprintf("save failed: %s", err), -1, 0);
+				wi_give_back(rd->steps, c->token, GIVE_RETRY, psprintf("save failed: %s", err), -1, 0);
 			}
 		}
 	}
@@ -617,14 +563,14 @@ fetch_gate(WiHttpRequest *req, void *arg)
 		 * failed, a refused shop): the read waits without spending an
 		 * attempt, and is due again as soon as its credentials are set.
 		 */
-		give_back(rd->steps, c->token, GIVE_DEFER, req->auth_wait,
+		wi_give_back(rd->steps, c->token, GIVE_DEFER, req->auth_wait,
 				  strncmp(req->auth_wait, "credentials_flagged", 19) == 0 ? 600.0 : 30.0, 0);
 		c->handled = true;
 		return WI_HTTP_SKIP;
 	}
 	if (now < r->not_before)
 	{
-		give_back(rd->steps, c->token, GIVE_DEFER,
+		wi_give_back(rd->steps, c->token, GIVE_DEFER,
 				  "rate_limited: waiting for the source's Retry-After window",
 				  (r->not_before - now) / 1000000.0, 0);
 		c->handled = true;
@@ -632,7 +578,7 @@ fetch_gate(WiHttpRequest *req, void *arg)
 	}
 	if (now >= c->expires_at)
 	{
-		give_back(rd->steps, c->token, GIVE_DEFER,
+		wi_give_back(rd->steps, c->token, GIVE_DEFER,
 				  "lease_expired: the claim's lease ran out before its fetch", 0, 0);
 		c->handled = true;
 		return WI_HTTP_SKIP;
@@ -682,10 +628,10 @@ tenant_refused(Round *rd, Claim *c, WiHttpRequest *req, long status)
 	if (wi_step_run(rd->steps, tenant_refused_xact, &t) != NULL)
 		t.status = WI_AUTH_WAIT;
 	if (t.status == WI_AUTH_OK)
-		give_back(rd->steps, c->token, GIVE_DEFER,
+		wi_give_back(rd->steps, c->token, GIVE_DEFER,
 				  psprintf("credentials_wait: http %ld with a token another read has replaced", status), 0, 0);
 	else
-		give_back(rd->steps, c->token, GIVE_DEFER,
+		wi_give_back(rd->steps, c->token, GIVE_DEFER,
 				  psprintf("credentials_flagged: http %ld from tenant %s's read API: %s", status, c->tenant,
 						   t.reason ? t.reason : "its credentials were refused"),
 				  t.status == WI_AUTH_FLAGGED ? 600.0 : 30.0, 0);
@@ -747,26 +693,26 @@ fetch_done(WiHttpRequest *req, void *arg)
 
 		wi_stat_add(WI_STAT_RATE_LIMITED, 1);
 		wi_rate_slow_down(r, GetCurrentTimestamp() + (TimestampTz) (wait * USECS_PER_SEC));
-		give_back(rd->steps, c->token, GIVE_DEFER,
+		wi_give_back(rd->steps, c->token, GIVE_DEFER,
 				  psprintf("rate_limited: %s%s",
 						   req->error ? req->error : psprintf("http %ld from the read API", status),
 						   req->retry_after_s >= 0 ? psprintf(" (Retry-After %.0f s)", wait) : ""),
 				  wait, 0);
 	}
 	else if (req->refused)
-		give_back(rd->steps, c->token, GIVE_QUARANTINE, psprintf("refused_url: %s", req->error), 0, 0);
+		wi_give_back(rd->steps, c->token, GIVE_QUARANTINE, psprintf("refused_url: %s", req->error), 0, 0);
 	else if ((status == 401 || status == 403) && req->credentials[0] != '\0' &&
 			 c->adapter->tenant_base != NULL)
 		tenant_refused(rd, c, req, status);
 	else if (status == 401 || status == 403)
-		give_back(rd->steps, c->token, GIVE_AUTH, NULL, 0, (int) status);
+		wi_give_back(rd->steps, c->token, GIVE_AUTH, NULL, 0, (int) status);
 	else if (status == 0 || status >= 500)
-		give_back(rd->steps, c->token, GIVE_RETRY,
+		wi_give_back(rd->steps, c->token, GIVE_RETRY,
 				  status == 0 ? psprintf("transport: %s", req->error ? req->error : "failed")
 				  : req->error ? pstrdup(req->error)
 				  : psprintf("http %ld from the read API", status), -1, 0);
 	else
-		give_back(rd->steps, c->token, GIVE_QUARANTINE,
+		wi_give_back(rd->steps, c->token, GIVE_QUARANTINE,
 				  req->error ? psprintf("unusable answer: %s", req->error)
 				  : psprintf("http %ld: unexpected answer from the read API", status), 0, 0);
 	/* free the body now: a round may hold many */
@@ -792,7 +738,7 @@ fetch_claims(Round *rd)
 	{
 		for (int i = 0; i < rd->nclaims; i++)
 			if (rd->claims[i].need_fetch)
-				give_back(rd->steps, rd->claims[i].token, GIVE_RETRY, "loading the source failed", -1, 0);
+				wi_give_back(rd->steps, rd->claims[i].token, GIVE_RETRY, "loading the source failed", -1, 0);
 		return;
 	}
 	reqs = palloc(sizeof(WiHttpRequest *) * Max(rd->nclaims, 1));
@@ -809,11 +755,11 @@ fetch_claims(Round *rd)
 		 * anything else needed the fetch and lacks its configuration.
 		 */
 		if (c->adapter == NULL && c->counts[WI_OUT_TIE] > 0)
-			give_back(rd->steps, c->token, GIVE_QUARANTINE,
+			wi_give_back(rd->steps, c->token, GIVE_QUARANTINE,
 					  "ambiguous_tie: equal version with different content and no read API for this object type",
 					  0, 0);
 		else if (c->adapter == NULL)
-			give_back(rd->steps, c->token, GIVE_QUARANTINE,
+			wi_give_back(rd->steps, c->token, GIVE_QUARANTINE,
 					  "no_read_api: the source has no read API for this object type", 0, 0);
 		else
 			reqs[n++] = &c->req;
@@ -832,7 +778,7 @@ fetch_claims(Round *rd)
 		{
 			if (reqs[i]->started)
 				wi_rate_for(c->source_id)->inflight = 0;
-			give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unfinished", 0, 0);
+			wi_give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unfinished", 0, 0);
 		}
 	}
 }
@@ -895,7 +841,7 @@ wi_round_run(const WiSteps *steps)
 	if (wi_steps_stopping(steps))
 	{
 		for (int i = 0; i < rd.nclaims; i++)
-			give_back(steps, rd.claims[i].token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
+			wi_give_back(steps, rd.claims[i].token, GIVE_DEFER, "worker_stopping: given back unprocessed", 0, 0);
 		return false;
 	}
 	if (local_work(&rd) > 0)

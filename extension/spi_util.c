@@ -1,7 +1,8 @@
 /*
  * spi_util.c
  *		Helpers every part of the extension shares: statements prepared once
- *		per backend, and the trigger body that empties a per-backend cache.
+ *		per backend, the trigger body that empties a per-backend cache, and
+ *		the lookup of a source's id by name.
  *
  * They call nothing else of the extension, so that the files using them
  * (intake, claim, guard, machine, route_cache …) and the module entry point
@@ -10,9 +11,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 
 #include "webhook_inbox.h"
@@ -52,4 +55,31 @@ wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("%s() must be called as a trigger", name)));
 	CacheInvalidateRelcache(trigdata->tg_relation);
+}
+
+/*
+ * See webhook_inbox.h: the id of the source named source, through
+ * _source_id() (which raises for an unknown source), in an SPI connection
+ * of its own.
+ */
+int32
+wi_source_id_by_name(const char *source)
+{
+	static const char *const sql = "SELECT webhook_inbox._source_id($1)";
+	Oid			t[1] = {TEXTOID};
+	Datum		v[1];
+	bool		isnull;
+	int			rc;
+	int32		source_id;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	v[0] = CStringGetTextDatum(source);
+	rc = SPI_execute_with_args(sql, 1, t, v, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: \"%s\" failed: %s", sql, SPI_result_code_string(rc));
+	source_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											&isnull));
+	SPI_finish();
+	return source_id;
 }

@@ -1100,18 +1100,7 @@ wi_sweep_now(PG_FUNCTION_ARGS)
 				 errmsg("unknown sweep layer \"%s\"", layer),
 				 errhint("A sweep layer is incremental or full.")));
 
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	{
-		Oid			t[1] = {TEXTOID};
-		Datum		v[1] = {CStringGetTextDatum(source)};
-		bool		isnull;
-
-		wi_spi_exec("SELECT webhook_inbox._source_id($1)", 1, t, v, NULL, SPI_OK_SELECT);
-		source_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-												&isnull));
-	}
-	SPI_finish();
+	source_id = wi_source_id_by_name(source);
 	/* a restored copy lists nothing until resume_outbound() */
 	wi_outbound_guard();
 

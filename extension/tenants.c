@@ -213,18 +213,7 @@ wi_discover_tenants(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("source must not be null")));
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	{
-		Oid			t[1] = {TEXTOID};
-		Datum		v[1] = {CStringGetTextDatum(source)};
-		bool		isnull;
-
-		wi_spi_exec("SELECT webhook_inbox._source_id($1)", 1, t, v, NULL, SPI_OK_SELECT);
-		source_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-												&isnull));
-	}
-	SPI_finish();
+	source_id = wi_source_id_by_name(source);
 	{
 		WiSteps		steps = {WI_STEPS_IN_CALLER, psprintf("backend:%d", MyProcPid), NULL};
 

@@ -55,6 +55,13 @@ extern void wi_machine_init(void);
 extern void wi_invalidate_trigger_table(FunctionCallInfo fcinfo, const char *name);
 
 /*
+ * The id of the source named source (spi_util.c): connects to SPI and
+ * finishes again, so it is called outside an SPI connection; an unknown
+ * source raises _source_id()'s error.
+ */
+extern int32 wi_source_id_by_name(const char *source);
+
+/*
  * Shared state (wake.c): where the background worker waits, so that a
  * committing intake() can wake it.  Only present when the library was loaded
  * through shared_preload_libraries.

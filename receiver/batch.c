@@ -70,7 +70,7 @@
 
 #include <libpq-fe.h>
 
-#include "http.h"
+#include "encode.h"
 #include "log.h"
 #include "metrics.h"
 #include "sources.h"
@@ -162,6 +162,7 @@ static struct
 	struct event_base *base;
 	const rcv_config *cfg;
 	rcv_complete_fn complete;
+	rcv_connections_fn connections;
 	dbconn	   *conns;
 	int			nconns;
 	int			next_conn;		/* round-robin start for batches */
@@ -181,12 +182,7 @@ static struct
 	void		(*drained) (void);
 
 	/* the three array parameters of a batch, reused */
-	struct abuf
-	{
-		char	   *data;
-		size_t		len;
-		size_t		cap;
-	}			arg[3];
+	rcv_abuf	arg[3];
 } db;
 
 static void db_connect(evutil_socket_t fd, short what, void *arg);
@@ -527,60 +523,6 @@ err:
 	db_fail(c, PQerrorMessage(c->conn));
 }
 
-/* ---------------------------------------------------------------------
- * Binary array parameters (the format of array_recv: a header, the
- * dimensions, then each element as a 4-byte length, -1 for NULL, and bytes)
- * --------------------------------------------------------------------- */
-
-static int
-abuf_add(struct abuf *b, const void *p, size_t n)
-{
-	if (b->len + n > b->cap)
-	{
-		size_t		ncap = b->cap ? b->cap : 64 * 1024;
-		char	   *nd;
-
-		while (ncap < b->len + n)
-			ncap *= 2;
-		nd = realloc(b->data, ncap);
-		if (nd == NULL)
-			return -1;
-		b->data = nd;
-		b->cap = ncap;
-	}
-	memcpy(b->data + b->len, p, n);
-	b->len += n;
-	return 0;
-}
-
-static int
-abuf_int(struct abuf *b, int32_t v)
-{
-	unsigned char be[4] = {(unsigned char) ((uint32_t) v >> 24), (unsigned char) ((uint32_t) v >> 16),
-	(unsigned char) ((uint32_t) v >> 8), (unsigned char) v};
-
-	return abuf_add(b, be, 4);
-}
-
-/* Start an array of elemtype with the given dimensions (lower bounds 1). */
-static int
-abuf_start(struct abuf *b, int ndim, const int *dims, int hasnull, int32_t elemtype)
-{
-	b->len = 0;
-	if (abuf_int(b, ndim) < 0 || abuf_int(b, hasnull) < 0 || abuf_int(b, elemtype) < 0)
-		return -1;
-	for (int i = 0; i < ndim; i++)
-		if (abuf_int(b, dims[i]) < 0 || abuf_int(b, 1) < 0)
-			return -1;
-	return 0;
-}
-
-static int
-abuf_elem(struct abuf *b, const void *p, size_t n)
-{
-	return abuf_int(b, (int32_t) n) < 0 || abuf_add(b, p, n) < 0 ? -1 : 0;
-}
-
 /*
  * encode_batch
  *		The three arrays of intake_batch() for the deliveries of list (n of
@@ -598,18 +540,18 @@ encode_batch(rcv_delivery *list, int n)
 			width = d->npairs * 2;
 	dims[0] = n;
 	dims[1] = width;
-	if (abuf_start(&db.arg[0], 1, dims, 0, TEXTOID) < 0 ||
-		abuf_start(&db.arg[1], width ? 2 : 0, dims, 1, TEXTOID) < 0 ||
-		abuf_start(&db.arg[2], 1, dims, 0, BYTEAOID) < 0)
+	if (rcv_abuf_start(&db.arg[0], 1, dims, 0, TEXTOID) < 0 ||
+		rcv_abuf_start(&db.arg[1], width ? 2 : 0, dims, 1, TEXTOID) < 0 ||
+		rcv_abuf_start(&db.arg[2], 1, dims, 0, BYTEAOID) < 0)
 		return -1;
 	for (rcv_delivery *d = list; d; d = d->next)
 	{
-		if (abuf_elem(&db.arg[0], d->source, strlen(d->source)) < 0 ||
-			abuf_add(&db.arg[1], d->headers, d->headers_len) < 0 ||
-			abuf_elem(&db.arg[2], d->body, d->len) < 0)
+		if (rcv_abuf_elem(&db.arg[0], d->source, strlen(d->source)) < 0 ||
+			rcv_abuf_add(&db.arg[1], d->headers, d->headers_len) < 0 ||
+			rcv_abuf_elem(&db.arg[2], d->body, d->len) < 0)
 			return -1;
 		for (int k = d->npairs * 2; k < width; k++)
-			if (abuf_int(&db.arg[1], -1) < 0)
+			if (rcv_abuf_int(&db.arg[1], -1) < 0)
 				return -1;
 	}
 	return 0;
@@ -645,8 +587,8 @@ batch_share(void)
 	}
 	if (slots == 0)
 		slots = 1;
-	if (waiting < rcv_http_connections())
-		waiting = rcv_http_connections();
+	if (waiting < db.connections())
+		waiting = db.connections();
 	share = (waiting + slots - 1) / slots;
 	if (share > db.cfg->batch_size)
 		share = db.cfg->batch_size;
@@ -674,8 +616,8 @@ send_batch_single(dbconn *c, dbunit *u)
 		const char *values[3];
 		int			lengths[3];
 
-		if (abuf_start(&db.arg[1], d->npairs > 0 ? 1 : 0, dims, 0, TEXTOID) < 0 ||
-			abuf_add(&db.arg[1], d->headers, d->headers_len) < 0)
+		if (rcv_abuf_start(&db.arg[1], d->npairs > 0 ? 1 : 0, dims, 0, TEXTOID) < 0 ||
+			rcv_abuf_add(&db.arg[1], d->headers, d->headers_len) < 0)
 			return -1;
 		values[0] = d->source;
 		lengths[0] = (int) strlen(d->source);
@@ -1313,12 +1255,13 @@ db_reload_retry(evutil_socket_t fd, short what, void *arg)
  */
 int
 rcv_batch_init(struct event_base *base, const rcv_config *cfg,
-			   rcv_complete_fn complete)
+			   rcv_complete_fn complete, rcv_connections_fn connections)
 {
 	memset(&db, 0, sizeof(db));
 	db.base = base;
 	db.cfg = cfg;
 	db.complete = complete;
+	db.connections = connections;
 	db.nconns = (int) cfg->db_connections;
 	db.conns = calloc((size_t) db.nconns, sizeof(dbconn));
 	db.delay_ev = evtimer_new(base, db_delay_elapsed, NULL);

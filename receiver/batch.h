@@ -44,8 +44,15 @@ typedef struct rcv_delivery
  */
 typedef void (*rcv_complete_fn) (rcv_delivery *d, int committed);
 
+/*
+ * How many client connections are open (each may still send one request):
+ * the HTTP side's count, which sizes a batch's share (see batch_share).
+ */
+typedef int (*rcv_connections_fn) (void);
+
 extern int	rcv_batch_init(struct event_base *base, const rcv_config *cfg,
-						   rcv_complete_fn complete);
+						   rcv_complete_fn complete,
+						   rcv_connections_fn connections);
 extern int	rcv_batch_submit(rcv_delivery *d);
 extern int	rcv_batch_db_ready(void);
 extern int	rcv_batch_sources_loaded(void);

@@ -3,7 +3,8 @@
  *		Turns a delivery's headers into what intake takes: the PostgreSQL
  *		array literal {name1,value1,name2,value2,…} of intake(), or the
  *		same elements in the binary array format, which batch.c joins into
- *		the two-dimensional headers argument of intake_batch().
+ *		the two-dimensional headers argument of intake_batch(); and the
+ *		binary array builder (rcv_abuf) batch.c makes its parameters with.
  *
  * Names are lowercased (HTTP header names are case-insensitive; the
  * extension looks them up in lower case).  Header values may carry bytes
@@ -249,4 +250,59 @@ rcv_encode_headers(const rcv_header *hdrs, int nhdrs)
 err:
 	free(b.data);
 	return NULL;
+}
+
+/*
+ * Binary array parameters (the format of array_recv: a header, the
+ * dimensions, then each element as a 4-byte length, -1 for NULL, and bytes).
+ * Each returns 0, or -1 when memory ran out.
+ */
+
+int
+rcv_abuf_add(rcv_abuf *b, const void *p, size_t n)
+{
+	if (b->len + n > b->cap)
+	{
+		size_t		ncap = b->cap ? b->cap : 64 * 1024;
+		char	   *nd;
+
+		while (ncap < b->len + n)
+			ncap *= 2;
+		nd = realloc(b->data, ncap);
+		if (nd == NULL)
+			return -1;
+		b->data = nd;
+		b->cap = ncap;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int
+rcv_abuf_int(rcv_abuf *b, int32_t v)
+{
+	unsigned char be[4] = {(unsigned char) ((uint32_t) v >> 24), (unsigned char) ((uint32_t) v >> 16),
+	(unsigned char) ((uint32_t) v >> 8), (unsigned char) v};
+
+	return rcv_abuf_add(b, be, 4);
+}
+
+/* Start an array of elemtype with the given dimensions (lower bounds 1). */
+int
+rcv_abuf_start(rcv_abuf *b, int ndim, const int *dims, int hasnull, int32_t elemtype)
+{
+	b->len = 0;
+	if (rcv_abuf_int(b, ndim) < 0 || rcv_abuf_int(b, hasnull) < 0 || rcv_abuf_int(b, elemtype) < 0)
+		return -1;
+	for (int i = 0; i < ndim; i++)
+		if (rcv_abuf_int(b, dims[i]) < 0 || rcv_abuf_int(b, 1) < 0)
+			return -1;
+	return 0;
+}
+
+int
+rcv_abuf_elem(rcv_abuf *b, const void *p, size_t n)
+{
+	return rcv_abuf_int(b, (int32_t) n) < 0 || rcv_abuf_add(b, p, n) < 0 ? -1 : 0;
 }

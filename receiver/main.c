@@ -210,7 +210,7 @@ main(int argc, char **argv)
 		goto err;
 	if (rcv_http_start(base, &cfg, tls) != 0)
 		goto err;
-	if (rcv_batch_init(base, &cfg, rcv_http_complete) != 0)
+	if (rcv_batch_init(base, &cfg, rcv_http_complete, rcv_http_connections) != 0)
 		goto err;
 	if (cfg.test_now)
 		rcv_log(RCV_LOG_WARNING, "test-now is set: timestamps are checked against a fixed clock");

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode.h"
 #include "encode.h"
 #include "verify.h"
 

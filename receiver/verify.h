@@ -102,10 +102,6 @@ extern int	rcv_verifier_check(const rcv_verifier *v, const char **problem);
 /* Helpers shared with the rest of the receiver and the tests. */
 extern const char *rcv_header_get(const rcv_header *hdrs, int nhdrs,
 								  const char *name);
-extern int	rcv_hex_decode(const char *s, size_t slen, unsigned char *out,
-						   size_t outmax, size_t *outlen);
-extern int	rcv_base64_decode(const char *s, size_t slen, unsigned char *out,
-							  size_t outmax, size_t *outlen);
 
 /*
  * Slack's url_verification handshake in a verified body: 1 and the

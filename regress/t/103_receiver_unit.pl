@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
-my @pure = map { "receiver/$_" } qw(verify.c encode.c log.c);
+my @pure = map { "receiver/$_" } qw(verify.c decode.c encode.c log.c);
 my ($out, $err) = ('', '');
 
 ok(IPC::Run::run(
