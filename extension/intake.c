@@ -88,14 +88,14 @@ intake_rows(Row *rows, char **names, int n)
 	{
 		Row		   *r = &rows[i];
 
-		if (r->outcome != NULL)
+		if (r->outcome != INTAKE_UNDECIDED)
 			continue;
 		r->digest = intake_sha256_of(sha, r->body);
 		r->delivery_id = intake_header_get(r, "x-webhook-inbox-delivery");
 		wi_classified_clear(&r->found);
 		intake_read_ids(r);
 		intake_check_ids(r);
-		if (r->outcome == NULL)
+		if (r->outcome == INTAKE_UNDECIDED)
 			intake_read_tenant(r);
 	}
 	pg_cryptohash_free(sha);
@@ -105,7 +105,7 @@ intake_rows(Row *rows, char **names, int n)
 	{
 		Row		   *r = &rows[i];
 
-		if (r->outcome != NULL)
+		if (r->outcome != INTAKE_UNDECIDED)
 			continue;
 		intake_decide_status(r);
 		idx[m++] = i;
@@ -122,7 +122,7 @@ intake_rows(Row *rows, char **names, int n)
 
 		if (r->replayed)
 		{
-			r->outcome = "duplicate";
+			r->outcome = INTAKE_DUPLICATE;
 			r->answer_reason = pstrdup("replayed_body: this body was already received for this source within its replay window");
 		}
 		else
@@ -136,7 +136,7 @@ intake_rows(Row *rows, char **names, int n)
 	/* audit every accepted delivery, replays included */
 	w = 0;
 	for (int i = 0; i < n; i++)
-		if (rows[i].src != NULL && strcmp(rows[i].outcome, "refused") != 0)
+		if (rows[i].src != NULL && rows[i].outcome != INTAKE_REFUSED)
 			idx[w++] = i;
 	intake_write_deliveries(rows, idx, w);
 
@@ -144,10 +144,10 @@ intake_rows(Row *rows, char **names, int n)
 	{
 		Row		   *r = &rows[i];
 
-		if (r->answer_reason == NULL && strcmp(r->outcome, "new") != 0)
+		if (r->answer_reason == NULL && r->outcome != INTAKE_NEW)
 			r->answer_reason = r->reason;
-		if (r->answer_reason == NULL && strcmp(r->outcome, "new") == 0 &&
-			strcmp(r->status, "ignored") == 0)
+		if (r->answer_reason == NULL && r->outcome == INTAKE_NEW &&
+			r->status == INTAKE_STATUS_IGNORED)
 			r->answer_reason = r->reason;
 	}
 }
@@ -169,8 +169,7 @@ row_headers(Row *r, Datum *elems, bool *nulls, int npairs)
 		{
 			if (!nulls[2 * i + 1])
 			{
-				r->outcome = "refused";
-				r->answer_reason = pstrdup("malformed_headers: a header name is null");
+				intake_refuse(r, INTAKE_REFUSE_MALFORMED_HEADERS, "a header name is null");
 				return;
 			}
 			continue;
@@ -266,27 +265,33 @@ wi_intake(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	intake_rows(&row, &name, 1);
-	if (strcmp(row.outcome, "refused") == 0)
+	if (row.outcome == INTAKE_REFUSED)
 	{
-		const char *code = row.answer_reason;
+		int			code = intake_refusal_errcode(row.refusal);
 
-		if (strncmp(code, "unknown_source:", 15) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("source \"%s\" does not exist", name),
-					 errhint("Create it with webhook_inbox.create_source().")));
-		if (strncmp(code, "source_disabled:", 16) == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("source \"%s\" is disabled", name),
-					 errhint("Enable it with UPDATE webhook_inbox.sources SET enabled = true.")));
-		ereport(ERROR,
-				(errcode(ERRCODE_STRING_DATA_RIGHT_TRUNCATION),
-				 errmsg("delivery refused: %s", code),
-				 errhint("Ids longer than %d bytes are not provider ids; nothing was stored.",
-						 MAX_ID_BYTES)));
+		switch (row.refusal)
+		{
+			case INTAKE_REFUSE_UNKNOWN_SOURCE:
+				ereport(ERROR,
+						(errcode(code),
+						 errmsg("source \"%s\" does not exist", name),
+						 errhint("Create it with webhook_inbox.create_source().")));
+				break;
+			case INTAKE_REFUSE_SOURCE_DISABLED:
+				ereport(ERROR,
+						(errcode(code),
+						 errmsg("source \"%s\" is disabled", name),
+						 errhint("Enable it with UPDATE webhook_inbox.sources SET enabled = true.")));
+				break;
+			default:
+				ereport(ERROR,
+						(errcode(code),
+						 errmsg("delivery refused: %s", row.answer_reason),
+						 errhint("Ids longer than %d bytes are not provider ids; nothing was stored.",
+								 MAX_ID_BYTES)));
+		}
 	}
-	outcome = row.outcome;
+	outcome = intake_outcome_name(row.outcome);
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(outcome));
 }
@@ -362,15 +367,13 @@ wi_intake_batch(PG_FUNCTION_ARGS)
 		r->ord = i + 1;
 		if (snulls[i])
 		{
-			r->outcome = "refused";
-			r->answer_reason = pstrdup("missing_source: the source is null");
+			intake_refuse(r, INTAKE_REFUSE_MISSING_SOURCE, "the source is null");
 			continue;
 		}
 		names[i] = TextDatumGetCString(svals[i]);
 		if (bnulls[i])
 		{
-			r->outcome = "refused";
-			r->answer_reason = pstrdup("missing_body: the body is null");
+			intake_refuse(r, INTAKE_REFUSE_MISSING_BODY, "the body is null");
 			continue;
 		}
 		r->body = DatumGetByteaPP(bvals[i]);
@@ -387,7 +390,7 @@ wi_intake_batch(PG_FUNCTION_ARGS)
 		bool		isnull[3] = {false, false, false};
 
 		values[0] = Int32GetDatum(rows[i].ord);
-		values[1] = CStringGetTextDatum(rows[i].outcome);
+		values[1] = CStringGetTextDatum(intake_outcome_name(rows[i].outcome));
 		if (rows[i].answer_reason)
 			values[2] = CStringGetTextDatum(rows[i].answer_reason);
 		else

@@ -22,6 +22,48 @@
 #define MAX_ID_BYTES	255		/* event id, object id and type */
 #define MAX_JSON_BYTES	(32 * 1024 * 1024)	/* larger bodies are kept raw */
 
+/*
+ * What became of a delivery, and the inbox row's status: enums inside
+ * intake, their names (intake_outcome_name(), intake_status_name()) only
+ * where they leave it for SQL.  The zero value of each is "not decided yet".
+ */
+typedef enum IntakeOutcome
+{
+	INTAKE_UNDECIDED = 0,
+	INTAKE_NEW,					/* a new inbox row */
+	INTAKE_DUPLICATE,			/* already in the inbox, or a replayed body */
+	INTAKE_QUARANTINED,			/* a new inbox row set aside with a reason */
+	INTAKE_REFUSED,				/* nothing stored; see IntakeRefusal */
+	INTAKE_OUTCOME__COUNT
+} IntakeOutcome;
+
+typedef enum IntakeStatus
+{
+	INTAKE_STATUS_NONE = 0,
+	INTAKE_STATUS_PENDING,
+	INTAKE_STATUS_IGNORED,
+	INTAKE_STATUS_QUARANTINED,
+	INTAKE_STATUS__COUNT
+} IntakeStatus;
+
+/*
+ * Why a delivery was refused.  The name begins its reason ("name: detail");
+ * intake() raises each with the errcode of intake_refusal_errcode().
+ */
+typedef enum IntakeRefusal
+{
+	INTAKE_REFUSE_MISSING_SOURCE,
+	INTAKE_REFUSE_MISSING_BODY,
+	INTAKE_REFUSE_MALFORMED_HEADERS,
+	INTAKE_REFUSE_UNKNOWN_SOURCE,
+	INTAKE_REFUSE_SOURCE_DISABLED,
+	INTAKE_REFUSE_EVENT_ID_TOO_LONG,
+	INTAKE_REFUSE_EVENT_TYPE_TOO_LONG,
+	INTAKE_REFUSE_CORRELATION_ID_TOO_LONG,
+	INTAKE_REFUSE_TENANT_INVALID,
+	INTAKE_REFUSE__COUNT
+} IntakeRefusal;
+
 /* The source row intake needs. */
 typedef struct SourceInfo
 {
@@ -59,9 +101,10 @@ typedef struct Row
 	char	   *strategy;
 	WiClassified found;			/* what the route read from the payload */
 
-	const char *status;			/* the inbox row's status */
+	IntakeStatus status;		/* the inbox row's status */
 	char	   *reason;			/* why quarantined, ignored or refused */
-	const char *outcome;		/* new | duplicate | quarantined | refused */
+	IntakeOutcome outcome;
+	IntakeRefusal refusal;		/* why, when outcome is INTAKE_REFUSED */
 	char	   *answer_reason;	/* the reason returned to the caller */
 	bool		replayed;		/* body digest seen within the window */
 } Row;
@@ -84,6 +127,10 @@ typedef struct RowSet
 } RowSet;
 
 /* intake_utils.c */
+extern const char *intake_outcome_name(IntakeOutcome outcome);
+extern const char *intake_status_name(IntakeStatus status);
+extern int	intake_refusal_errcode(IntakeRefusal refusal);
+extern void intake_refuse(Row *r, IntakeRefusal refusal, const char *fmt,...) pg_attribute_printf(3, 4);
 extern const WiKindLayout *intake_layout_for(const char *kind);
 extern char *intake_header_get(Row *r, const char *name);
 extern char *intake_jsonb_path_text(void *body, const char *const *path);

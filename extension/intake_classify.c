@@ -276,19 +276,19 @@ intake_decide_status(Row *r)
 	}
 
 	if (r->reason != NULL)
-		r->status = "quarantined";
+		r->status = INTAKE_STATUS_QUARANTINED;
 	else if (!r->have_route)
 	{
-		r->status = "ignored";
+		r->status = INTAKE_STATUS_IGNORED;
 		r->reason = pstrdup("no_route: no route matches this event type");
 	}
 	else if (strcmp(r->strategy, "ignore") == 0)
 	{
-		r->status = "ignored";
+		r->status = INTAKE_STATUS_IGNORED;
 		r->reason = pstrdup("route: ignore");
 	}
 	else
-		r->status = "pending";
+		r->status = INTAKE_STATUS_PENDING;
 
 	/*
 	 * A delivery without an id still needs one for the unique key: the
@@ -304,7 +304,7 @@ intake_decide_status(Row *r)
 			appendStringInfo(&buf, "%02x", (unsigned char) VARDATA(r->digest)[i]);
 		r->event_id = buf.data;
 	}
-	if (strcmp(r->status, "quarantined") == 0)
+	if (r->status == INTAKE_STATUS_QUARANTINED)
 	{
 		/* a quarantined event is never claimed: no route data is kept */
 		r->strategy = NULL;

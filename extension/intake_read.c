@@ -93,7 +93,7 @@ intake_read_ids(Row *r)
 bool
 intake_needs_route(Row *r)
 {
-	return r->outcome == NULL && r->reason == NULL;
+	return r->outcome == INTAKE_UNDECIDED && r->reason == NULL;
 }
 
 /*
@@ -111,23 +111,20 @@ intake_check_ids(Row *r)
 		r->event_type = NULL;
 	if (r->event_id != NULL && strlen(r->event_id) > MAX_ID_BYTES)
 	{
-		r->outcome = "refused";
-		r->answer_reason = psprintf("event_id_too_long: the event id is %zu bytes, the limit is %d",
-									strlen(r->event_id), MAX_ID_BYTES);
+		intake_refuse(r, INTAKE_REFUSE_EVENT_ID_TOO_LONG, "the event id is %zu bytes, the limit is %d",
+					  strlen(r->event_id), MAX_ID_BYTES);
 		return;
 	}
 	if (r->event_type != NULL && strlen(r->event_type) > MAX_ID_BYTES)
 	{
-		r->outcome = "refused";
-		r->answer_reason = psprintf("event_type_too_long: the event type is %zu bytes, the limit is %d",
-									strlen(r->event_type), MAX_ID_BYTES);
+		intake_refuse(r, INTAKE_REFUSE_EVENT_TYPE_TOO_LONG, "the event type is %zu bytes, the limit is %d",
+					  strlen(r->event_type), MAX_ID_BYTES);
 		return;
 	}
 	if (r->correlation_id != NULL && strlen(r->correlation_id) > MAX_ID_BYTES)
 	{
-		r->outcome = "refused";
-		r->answer_reason = psprintf("correlation_id_too_long: the correlation id is %zu bytes, the limit is %d",
-									strlen(r->correlation_id), MAX_ID_BYTES);
+		intake_refuse(r, INTAKE_REFUSE_CORRELATION_ID_TOO_LONG, "the correlation id is %zu bytes, the limit is %d",
+					  strlen(r->correlation_id), MAX_ID_BYTES);
 		return;
 	}
 	if (r->reason != NULL)
@@ -196,16 +193,15 @@ tenant_valid(Row *r, const char *where, const char *value)
 
 	if (len == 0 || len > MAX_ID_BYTES)
 	{
-		r->outcome = "refused";
-		r->answer_reason = psprintf("tenant_invalid: %s is %zu bytes, it must be 1 to %d",
-									where, len, MAX_ID_BYTES);
+		intake_refuse(r, INTAKE_REFUSE_TENANT_INVALID, "%s is %zu bytes, it must be 1 to %d",
+					  where, len, MAX_ID_BYTES);
 		return false;
 	}
 	for (const unsigned char *p = (const unsigned char *) value; *p; p++)
 		if (*p < 0x20 || *p == 0x7f)
 		{
-			r->outcome = "refused";
-			r->answer_reason = psprintf("tenant_invalid: %s contains a control character", where);
+			intake_refuse(r, INTAKE_REFUSE_TENANT_INVALID, "%s contains a control character",
+						  where);
 			return false;
 		}
 	return true;
@@ -226,8 +222,8 @@ tenant_string(Row *r, const char *const *path, const char *where, bool *ok)
 		return NULL;
 	if (v->type != jbvString)
 	{
-		r->outcome = "refused";
-		r->answer_reason = psprintf("tenant_invalid: %s is %s, not a string", where, jsonb_type_name(v));
+		intake_refuse(r, INTAKE_REFUSE_TENANT_INVALID, "%s is %s, not a string",
+					  where, jsonb_type_name(v));
 		*ok = false;
 		return NULL;
 	}
@@ -301,16 +297,15 @@ intake_read_tenant(Row *r)
 		v = jsonb_path_value(r->payload, id_path, &buf);
 		if (v == NULL || v->type != jbvNumeric)
 		{
-			r->outcome = "refused";
-			r->answer_reason = psprintf("tenant_invalid: installation.id is %s, not a number",
-										v ? jsonb_type_name(v) : "missing");
+			intake_refuse(r, INTAKE_REFUSE_TENANT_INVALID, "installation.id is %s, not a number",
+						  v ? jsonb_type_name(v) : "missing");
 			return;
 		}
 		id = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
 		if (strspn(id, "0123456789") != strlen(id) || id[0] == '0')
 		{
-			r->outcome = "refused";
-			r->answer_reason = psprintf("tenant_invalid: installation.id %s is not a positive integer", id);
+			intake_refuse(r, INTAKE_REFUSE_TENANT_INVALID, "installation.id %s is not a positive integer",
+						  id);
 			return;
 		}
 		if (tenant_valid(r, "installation.id", id))

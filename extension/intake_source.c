@@ -134,20 +134,18 @@ intake_lookup_sources(Row *rows, char **names, int n)
 	{
 		Row		   *r = &rows[i];
 
-		if (r->outcome != NULL)
+		if (r->outcome != INTAKE_UNDECIDED)
 			continue;
 		for (int k = 0; k < nsrcs && r->src == NULL; k++)
 			if (strcmp(srcs[k].name, names[i]) == 0)
 				r->src = &srcs[k];
 		if (r->src == NULL)
 		{
-			r->outcome = "refused";
-			r->answer_reason = psprintf("unknown_source: source \"%s\" does not exist", names[i]);
+			intake_refuse(r, INTAKE_REFUSE_UNKNOWN_SOURCE, "source \"%s\" does not exist", names[i]);
 		}
 		else if (!r->src->enabled)
 		{
-			r->outcome = "refused";
-			r->answer_reason = psprintf("source_disabled: source \"%s\" is disabled", names[i]);
+			intake_refuse(r, INTAKE_REFUSE_SOURCE_DISABLED, "source \"%s\" is disabled", names[i]);
 		}
 	}
 }

@@ -13,6 +13,7 @@
 #include "common/sha2.h"
 #include "common/string.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "mb/pg_wchar.h"
@@ -28,6 +29,95 @@
 #include "utils/timestamp.h"
 
 #include "intake.h"
+
+/* ---------------------------------------------------------------------
+ * Outcomes, statuses and refusals by name
+ * --------------------------------------------------------------------- */
+
+static const char *const outcome_names[INTAKE_OUTCOME__COUNT] = {
+	[INTAKE_UNDECIDED] = NULL,
+	[INTAKE_NEW] = "new",
+	[INTAKE_DUPLICATE] = "duplicate",
+	[INTAKE_QUARANTINED] = "quarantined",
+	[INTAKE_REFUSED] = "refused",
+};
+
+static const char *const status_names[INTAKE_STATUS__COUNT] = {
+	[INTAKE_STATUS_NONE] = NULL,
+	[INTAKE_STATUS_PENDING] = "pending",
+	[INTAKE_STATUS_IGNORED] = "ignored",
+	[INTAKE_STATUS_QUARANTINED] = "quarantined",
+};
+
+/* A refusal's name (its reason's first word) and intake()'s errcode for it. */
+static const struct
+{
+	const char *name;
+	int			errcode;
+}			refusals[INTAKE_REFUSE__COUNT] = {
+	[INTAKE_REFUSE_MISSING_SOURCE] = {"missing_source", ERRCODE_NULL_VALUE_NOT_ALLOWED},
+	[INTAKE_REFUSE_MISSING_BODY] = {"missing_body", ERRCODE_NULL_VALUE_NOT_ALLOWED},
+	[INTAKE_REFUSE_MALFORMED_HEADERS] = {"malformed_headers", ERRCODE_NULL_VALUE_NOT_ALLOWED},
+	[INTAKE_REFUSE_UNKNOWN_SOURCE] = {"unknown_source", ERRCODE_UNDEFINED_OBJECT},
+	[INTAKE_REFUSE_SOURCE_DISABLED] = {"source_disabled", ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE},
+	[INTAKE_REFUSE_EVENT_ID_TOO_LONG] = {"event_id_too_long", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
+	[INTAKE_REFUSE_EVENT_TYPE_TOO_LONG] = {"event_type_too_long", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
+	[INTAKE_REFUSE_CORRELATION_ID_TOO_LONG] = {"correlation_id_too_long", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
+	[INTAKE_REFUSE_TENANT_INVALID] = {"tenant_invalid", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
+};
+
+/* The name SQL sees for an outcome; NULL while undecided. */
+const char *
+intake_outcome_name(IntakeOutcome outcome)
+{
+	Assert(outcome >= 0 && outcome < INTAKE_OUTCOME__COUNT);
+	return outcome_names[outcome];
+}
+
+/* The inbox's name for a status; NULL while undecided. */
+const char *
+intake_status_name(IntakeStatus status)
+{
+	Assert(status >= 0 && status < INTAKE_STATUS__COUNT);
+	return status_names[status];
+}
+
+/* The errcode intake() raises a refusal with. */
+int
+intake_refusal_errcode(IntakeRefusal refusal)
+{
+	Assert(refusal >= 0 && refusal < INTAKE_REFUSE__COUNT);
+	return refusals[refusal].errcode;
+}
+
+/*
+ * Refuse r: nothing of it is stored, and its reason is the refusal's name
+ * and the detail fmt words.
+ */
+void
+intake_refuse(Row *r, IntakeRefusal refusal, const char *fmt,...)
+{
+	StringInfoData buf;
+
+	Assert(refusal >= 0 && refusal < INTAKE_REFUSE__COUNT);
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "%s: ", refusals[refusal].name);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&buf, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&buf, needed);
+	}
+	r->outcome = INTAKE_REFUSED;
+	r->refusal = refusal;
+	r->answer_reason = buf.data;
+}
 
 const WiKindLayout *
 intake_layout_for(const char *kind)

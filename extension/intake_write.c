@@ -218,7 +218,7 @@ static const WiBulkColumn delivery_cols[] = {
 static void
 inbox_values(Row *r, Datum *v, bool *nulls)
 {
-	bool		quarantined = strcmp(r->status, "quarantined") == 0;
+	bool		quarantined = r->status == INTAKE_STATUS_QUARANTINED;
 
 	v[0] = Int32GetDatum(r->src->id);
 	nulls[0] = false;
@@ -244,7 +244,7 @@ inbox_values(Row *r, Datum *v, bool *nulls)
 	nulls[13] = !(r->payload == NULL || quarantined);
 	v[14] = PointerGetDatum(r->digest);
 	nulls[14] = false;
-	v[15] = text_or_null(r->status, &nulls[15]);
+	v[15] = text_or_null(intake_status_name(r->status), &nulls[15]);
 	v[16] = text_or_null(r->reason, &nulls[16]);
 	v[17] = text_or_null(r->tenant ? r->tenant : "", &nulls[17]);
 	v[18] = text_or_null(r->tenant_context, &nulls[18]);
@@ -262,7 +262,7 @@ delivery_values(Row *r, Datum *v, bool *nulls)
 	nulls[3] = false;
 	v[4] = Int32GetDatum(VARSIZE_ANY_EXHDR(r->body));
 	nulls[4] = false;
-	v[5] = text_or_null(r->outcome, &nulls[5]);
+	v[5] = text_or_null(intake_outcome_name(r->outcome), &nulls[5]);
 	v[6] = text_or_null(r->tenant ? r->tenant : "", &nulls[6]);
 }
 
@@ -312,8 +312,8 @@ wi_intake_delivery_rows(PG_FUNCTION_ARGS)
 static bool
 taken(Row *r)
 {
-	r->outcome = strcmp(r->status, "quarantined") == 0 ? "quarantined" : "new";
-	return strcmp(r->status, "pending") == 0;
+	r->outcome = r->status == INTAKE_STATUS_QUARANTINED ? INTAKE_QUARANTINED : INTAKE_NEW;
+	return r->status == INTAKE_STATUS_PENDING;
 }
 
 /*
@@ -378,7 +378,7 @@ inbox_direct(Row *rows, int *idx, int n)
 		ReThrowError(edata);
 	FreeErrorData(edata);
 	for (int k = 0; k < n; k++)
-		rows[idx[k]].outcome = "duplicate";
+		rows[idx[k]].outcome = INTAKE_DUPLICATE;
 	return -1;
 }
 
@@ -398,7 +398,7 @@ intake_write_inbox(Row *rows, int *idx, int n)
 	if (n == 0)
 		return false;
 	for (int k = 0; k < n; k++)
-		rows[idx[k]].outcome = "duplicate";	/* until the row is written */
+		rows[idx[k]].outcome = INTAKE_DUPLICATE;	/* until the row is written */
 	direct = inbox_direct(rows, idx, n);
 	if (direct >= 0)
 		return direct == 1;
@@ -502,7 +502,7 @@ intake_write_tenants(Row *rows, int *idx, int n)
 	{
 		Row		   *r = &rows[idx[k]];
 
-		if (r->tenant == NULL || r->tenant[0] == '\0' || strcmp(r->outcome, "new") != 0)
+		if (r->tenant == NULL || r->tenant[0] == '\0' || r->outcome != INTAKE_NEW)
 			continue;
 		intake_arr_add(&sids, Int32GetDatum(r->src->id), false);
 		intake_arr_text(&tens, r->tenant);
