@@ -191,7 +191,9 @@ row_headers(Row *r, Datum *elems, bool *nulls, int npairs)
  *		intake's CPU.  Blocks under 8 MB come from the heap, which grows
  *		4 MB at a time and keeps up to 32 MB free for the session; larger
  *		allocations are still mapped and returned at once.  Only sessions
- *		that call intake_batch() (the receiver's) are affected.
+ *		that call intake_batch() (the receiver's) are affected, and only
+ *		while webhook_inbox.keep_heap is on (the default); the first batch
+ *		that finds it on tunes the process, and nothing undoes that.
  */
 static void
 keep_heap(void)
@@ -199,7 +201,7 @@ keep_heap(void)
 #ifdef __GLIBC__
 	static bool done = false;
 
-	if (done)
+	if (done || !wi_keep_heap)
 		return;
 	done = true;
 	mallopt(M_MMAP_THRESHOLD, 8 * 1024 * 1024);
