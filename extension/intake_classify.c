@@ -88,7 +88,8 @@ route_from_tuple(HeapTuple tup, TupleDesc desc, WiRoute *rt)
  * Classify rows idx[0..n-1]: one statement reads the route of each distinct
  * (source, event type) the session has not kept (route_cache.c), then each
  * route's paths are applied to its events in C (route_eval.c), as
- * _classify_batch() applies them.  Fills each row's route fields.  May raise (a route's path on a hostile payload).
+ * _classify() applies them.  Fills each row's route fields.  May raise (a
+ * route's path on a hostile payload).
  */
 static void
 classify_rows(Row *rows, int *idx, int n)
