@@ -31,6 +31,7 @@ int			wi_debug_machines_load_lock = 0;
 bool		wi_debug_save_per_answer = false;
 int			wi_sweep_lookback_s = 30 * 86400;
 char	   *wi_effects_fault = NULL;
+bool		wi_keep_heap = true;
 
 /*
  * Read by SQL only (inbox_health, through current_setting()), so the C code
@@ -134,6 +135,11 @@ wi_guc_init(bool preloading)
 							 "Whether inbox_health warns (ha_warning) when this primary acknowledges commits without a synchronous standby.",
 							 "A 2xx is a promise that the delivery survives a failover, which only synchronous replication keeps: on when the database has a standby.",
 							 &wi_require_synchronous_standby, false,
+							 PGC_SUSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("webhook_inbox.keep_heap",
+							 "Whether a session that takes intake_batch() calls keeps freed heap memory for its next batch.",
+							 "The first intake_batch() call made while it is on tunes the C library's allocator (glibc) for the rest of the session; off leaves its defaults. Turning it off later does not undo the tuning.",
+							 &wi_keep_heap, true,
 							 PGC_SUSET, 0, NULL, NULL, NULL);
 	MarkGUCPrefixReserved("webhook_inbox");
 }

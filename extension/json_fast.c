@@ -9,8 +9,8 @@
  * an error of any kind, a \u escape, a control character in a string,
  * nesting deeper than WI_JSON_MAX_DEPTH, a number beyond numeric's input
  * limits.  Then it returns NULL and intake parses the body with
- * PostgreSQL's own parser, which decides, and words the reason of a
- * quarantine.  What it returns equals jsonb_in's value for the same text
+ * PostgreSQL's own parser (wi_jsonb_parse(), at the end of this file),
+ * which decides, and words the reason of a quarantine.  What it returns equals jsonb_in's value for the same text
  * (regress/sql/24_payload_parse.sql compares the two).
  *
  * Strings without escapes point into the body (convertToJsonb copies
@@ -20,7 +20,9 @@
  */
 #include "postgres.h"
 
+#include "common/jsonapi.h"
 #include "fmgr.h"
+#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
@@ -484,4 +486,197 @@ wi_jsonb_fast(const char *data, int len)
 	if (r.p != r.end)
 		return NULL;
 	return JsonbValueToJsonb(&v);
+}
+
+/* ---------------------------------------------------------------------
+ * PostgreSQL's parser, for what the reader above gives up on
+ * --------------------------------------------------------------------- */
+
+/*
+ * The payload is built during the one parse that validates it: the parser's
+ * semantic actions push each token into a JsonbParseState, the way jsonb_in
+ * does, but nothing in them raises for the body's content.  A body the
+ * parser rejects leaves a half-built value that is simply dropped.
+ */
+typedef struct BuildState
+{
+	JsonbParseState *parse;
+	JsonbValue *res;
+} BuildState;
+
+static void
+build_push(BuildState *b, JsonbIteratorToken tok, JsonbValue *v)
+{
+	b->res = pushJsonbValue(&b->parse, tok, v);
+}
+
+static void
+build_object_start(void *state)
+{
+	build_push((BuildState *) state, WJB_BEGIN_OBJECT, NULL);
+}
+
+static void
+build_object_end(void *state)
+{
+	build_push((BuildState *) state, WJB_END_OBJECT, NULL);
+}
+
+static void
+build_array_start(void *state)
+{
+	build_push((BuildState *) state, WJB_BEGIN_ARRAY, NULL);
+}
+
+static void
+build_array_end(void *state)
+{
+	build_push((BuildState *) state, WJB_END_ARRAY, NULL);
+}
+
+static void
+build_field(void *state, char *fname, bool isnull)
+{
+	JsonbValue	v;
+
+	v.type = jbvString;
+	v.val.string.len = strlen(fname);
+	v.val.string.val = fname;
+	build_push((BuildState *) state, WJB_KEY, &v);
+}
+
+/*
+ * A scalar: an array element, an object's value, or the whole document (a
+ * raw scalar, stored as a one-element array marked rawScalar).  Numbers
+ * reach numeric_in only after parse_json's scan bounded their digits and exponent,
+ * so it cannot raise.
+ */
+static void
+build_scalar(void *state, char *token, JsonTokenType tokentype)
+{
+	BuildState *b = (BuildState *) state;
+	JsonbValue	v;
+
+	switch (tokentype)
+	{
+		case JSON_TOKEN_STRING:
+			v.type = jbvString;
+			v.val.string.len = strlen(token);
+			v.val.string.val = token;
+			break;
+		case JSON_TOKEN_NUMBER:
+			v.type = jbvNumeric;
+			v.val.numeric = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+																CStringGetDatum(token),
+																ObjectIdGetDatum(InvalidOid),
+																Int32GetDatum(-1)));
+			break;
+		case JSON_TOKEN_TRUE:
+			v.type = jbvBool;
+			v.val.boolean = true;
+			break;
+		case JSON_TOKEN_FALSE:
+			v.type = jbvBool;
+			v.val.boolean = false;
+			break;
+		default:
+			v.type = jbvNull;
+			break;
+	}
+
+	if (b->parse == NULL)
+	{
+		JsonbValue	va;
+
+		va.type = jbvArray;
+		va.val.array.rawScalar = true;
+		va.val.array.nElems = 1;
+		build_push(b, WJB_BEGIN_ARRAY, &va);
+		build_push(b, WJB_ELEM, &v);
+		build_push(b, WJB_END_ARRAY, NULL);
+	}
+	else if (b->parse->contVal.type == jbvArray)
+		build_push(b, WJB_ELEM, &v);
+	else
+		build_push(b, WJB_VALUE, &v);
+}
+
+/*
+ * wi_jsonb_parse
+ *		The payload of the text at data (len bytes, in the database
+ *		encoding), or NULL with *why set to the quarantine reason, decided
+ *		without raising.  Intake calls it for what wi_jsonb_fast() does not
+ *		take: errors, \u escapes, control characters, the limits below.
+ *		The reason may be long (it quotes the offending token); the caller
+ *		cuts it to length.  A structural scan first bounds what the parser's
+ *		recursion and numeric_in would raise about (nesting, number sizes);
+ *		then one pg_parse_json pass both validates the text (syntax and
+ *		escape errors come back as codes) and builds the jsonb.
+ */
+Jsonb *
+wi_jsonb_parse(char *data, int len, char **why)
+{
+	bool		in_string = false;
+	int			depth = 0;
+	JsonLexContext *lex;
+	JsonParseErrorType err;
+	JsonSemAction sem;
+	BuildState	b;
+
+	for (int i = 0; i < len; i++)
+	{
+		char		c = data[i];
+
+		if (in_string)
+		{
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = false;
+			continue;
+		}
+		if (c == '"')
+			in_string = true;
+		else if (c == '[' || c == '{')
+		{
+			if (++depth > WI_JSON_MAX_DEPTH)
+			{
+				*why = psprintf("invalid_json: nested deeper than %d levels", WI_JSON_MAX_DEPTH);
+				return NULL;
+			}
+		}
+		else if (c == ']' || c == '}')
+			depth--;
+		else if (c == '-' || (c >= '0' && c <= '9'))
+		{
+			int			end;
+
+			if (!wi_json_number_in_range(data + i, len - i, &end))
+			{
+				*why = psprintf("invalid_json: a number has more than %d digits or an exponent beyond %d",
+								WI_JSON_MAX_NUM_DIGITS, WI_JSON_MAX_NUM_EXP);
+				return NULL;
+			}
+			i += end - 1;
+		}
+	}
+
+	memset(&b, 0, sizeof(b));
+	memset(&sem, 0, sizeof(sem));
+	sem.semstate = &b;
+	sem.object_start = build_object_start;
+	sem.object_end = build_object_end;
+	sem.array_start = build_array_start;
+	sem.array_end = build_array_end;
+	sem.object_field_start = build_field;
+	sem.scalar = build_scalar;
+
+	lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
+	err = pg_parse_json(lex, &sem);
+	if (err != JSON_SUCCESS)
+	{
+		*why = psprintf("invalid_json: %s", json_errdetail(err, lex));
+		return NULL;
+	}
+	return JsonbValueToJsonb(b.res);
 }

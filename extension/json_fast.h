@@ -1,6 +1,7 @@
 /*
  * json_fast.h
- *		A delivery body's payload in one pass (json_fast.c), and the limits
+ *		A delivery body's payload in one pass (json_fast.c), or by
+ *		PostgreSQL's parser where that pass gives up, and the limits
  *		intake puts on what a body may nest and count.
  */
 #ifndef WI_JSON_FAST_H
@@ -16,5 +17,6 @@
 
 extern bool wi_json_number_in_range(const char *s, int len, int *end);
 extern Jsonb *wi_jsonb_fast(const char *data, int len);
+extern Jsonb *wi_jsonb_parse(char *data, int len, char **why);
 
 #endif

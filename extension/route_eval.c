@@ -1,7 +1,8 @@
 /*
  * route_eval.c
  *		A route's paths applied to a payload, for intake: the per-event part
- *		of _classify_batch() (sql/core.sql), without a statement.
+ *		of _classify() and _classify_batch() (sql/core.sql), without a
+ *		statement.
  *
  * Each path is what jsonb_path_query_first(payload, path) returns.  A lax
  * path of keys only ($.data.object.id, the shape of every preset's paths)
@@ -223,7 +224,7 @@ time_of(Found f, JsonbValue *v, bool *isnull)
 
 /*
  * wi_route_apply
- *		What route reads from payload, as _classify_batch() reads it: every
+ *		What route reads from payload, as _classify() reads it: every
  *		path first, then type, id, version, time and status.
  */
 void

@@ -42,6 +42,7 @@ extern int	wi_debug_machines_load_lock;
 extern bool wi_debug_save_per_answer;
 extern int	wi_sweep_lookback_s;
 extern char *wi_effects_fault;
+extern bool wi_keep_heap;
 
 extern void wi_guc_init(bool preloading);
 extern void wi_machine_init(void);

@@ -820,11 +820,12 @@ COMMENT ON FUNCTION @extschema@._time_of(jsonb) IS 'A provider time: epoch secon
  * The route of one (source, kind, event type): the most specific match,
  * source over kind, then higher priority, then the longer pattern; a preset
  * with a row of the user's of the same key (sql/presets.sql, routes_keep)
- * is not a candidate.  No SET
- * clause, so that the planner inlines it (into _classify_batch() and
- * intake's statement that reads the routes of a batch; _classify() reads
- * it too); every function and
- * operator is qualified (see sql/search_path.sql).
+ * is not a candidate.  The one rule of which route an event has: intake's
+ * statement that reads the routes of a batch (extension/intake_classify.c),
+ * _classify() and _classify_batch() all take it from here.  No SET clause,
+ * so that the planner inlines it into intake's statement and
+ * _classify_batch(); every function and operator is qualified (see
+ * sql/search_path.sql).
  */
 CREATE FUNCTION @extschema@._route_of(p_source_id integer, p_kind text, p_event_type text)
 RETURNS TABLE (id integer, version integer, strategy text, class text, object_type text,
@@ -896,12 +897,13 @@ COMMENT ON FUNCTION @extschema@._classify(integer, text, text, jsonb) IS
 /*
  * Classify a batch of events in one statement: the most specific route of
  * each distinct (source, type), then its paths on each payload.  Rows come
- * back with their 1-based position in the arrays.  Called by intake inside
- * one subtransaction per batch; a route path that raises on some payload
- * makes intake classify that batch's events one by one.
+ * back with their 1-based position in the arrays.  Intake no longer calls
+ * it: it reads the routes through _route_of() and applies their paths in C
+ * (extension/route_eval.c).  It stays as the set-based SQL form of the same
+ * rule, which regress/sql/20_intake_batch.sql holds equal to _classify()
+ * and bench/receiver.sh times beside intake as a read-only ceiling.
  *
- * A SQL function without a SET clause, so that the planner inlines it into
- * intake's statement (one generic plan per session, no call of its own):
+ * A SQL function without a SET clause, so that the planner inlines it:
  * every function and operator is qualified (see sql/search_path.sql).
  */
 CREATE FUNCTION @extschema@._classify_batch(p_source_ids integer[], p_kinds text[],

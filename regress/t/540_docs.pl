@@ -69,9 +69,11 @@ is_deeply([ split /\n/, $out ], [
 # sweeps, and their SQL) is explained in troubleshooting.md
 my $trouble = slurp_file('docs/troubleshooting.md');
 my %reason;
-for my $f (qw(extension/intake.c extension/intake_ids.c extension/round.c extension/step.c extension/sweep.c))
+for my $f ((glob "extension/intake*.c"), qw(extension/json_fast.c extension/round.c extension/step.c extension/sweep.c))
 {
 	$reason{$_} = $f for slurp_file($f) =~ /"([a-z_]+): /g;
+	# intake's refusals are named in a table and begin their reasons
+	$reason{$_} = $f for slurp_file($f) =~ /\[INTAKE_REFUSE_\w+\] = \{"([a-z_]+)"/g;
 }
 for my $f (qw(sql/core.sql sql/worker.sql))
 {
