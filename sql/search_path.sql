@@ -12,8 +12,9 @@
 --     (a SET clause forbids inlining: _pattern_like, _scalar_text,
 --     _version_of, _version_rule (the version rule of every save),
 --     _time_of, and _round_events, the events every statement
---     of a round reads; _classify_batch and _route_of, the classification
---     and the route lookup inlined into intake's statements), _fenced, the
+--     of a round reads; _route_of, the route lookup of intake's statement,
+--     and _classify_batch, classification in SQL, the bench's reference
+--     for it), _fenced, the
 --     fence check of every claim of a round, and _classify, run once per
 --     event by reclassify() and requeue_where() (a per-call SET there
 --     measured about 30 % of the one-delivery intake's throughput, when
