@@ -38,6 +38,7 @@
 
 #include "api_int.h"
 #include "json.h"
+#include "webhook_inbox_hex.h"
 
 #define MAX_BODY (1024 * 1024)
 
@@ -209,18 +210,6 @@ api_drop_connection(struct evhttp_request *req)
 
 /* ---------- query strings and form bodies ---------- */
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decode s[0..n) with '+' as a space; NULL for a bad escape or NUL. */
 static char *
 form_decode(const char *s, size_t n)
@@ -240,8 +229,8 @@ form_decode(const char *s, size_t n)
 
 			if (i + 2 >= n)
 				goto bad;
-			h = hexval((unsigned char) s[i + 1]);
-			l = hexval((unsigned char) s[i + 2]);
+			h = wi_hex_digit((unsigned char) s[i + 1]);
+			l = wi_hex_digit((unsigned char) s[i + 2]);
 			if (h < 0 || l < 0 || (h == 0 && l == 0))
 				goto bad;
 			*o++ = (char) (h * 16 + l);
