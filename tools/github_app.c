@@ -212,14 +212,7 @@ gh_app_free(gh_app *app)
 static void
 gh_reply_error(struct evhttp_request *req, int code, const char *message, const char *docs)
 {
-	sbuf		b;
-
-	sb_init(&b);
-	sb_puts(&b, "{\"message\":");
-	sb_json_str(&b, message);
-	sb_printf(&b, ",\"documentation_url\":\"%s\",\"status\":\"%d\"}", docs, code);
-	api_reply(req, code, b.data);
-	sb_free(&b);
+	api_github_error(req, code, message, docs);
 }
 
 /* ---------- the JWT ---------- */
@@ -762,7 +755,7 @@ list_repositories(sim_api *api, gh_app *app, struct evhttp_request *req, sim_par
 
 /* ---------- entry points (api_int.h) ---------- */
 
-void
+static void
 github_app_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	gh_app	   *app = api->gh_app;
@@ -950,3 +943,27 @@ api_github_app_event(sim_api *api, sim_event *ev)
 	ev->body_len = b.len;
 	ev->body = sb_steal(&b);
 }
+
+/* ---------- the provider ---------- */
+
+static int
+github_app_owns(const char *path)
+{
+	return strncmp(path, "/app/", 5) == 0 || strncmp(path, "/installation/", 14) == 0;
+}
+
+static void
+github_app_reply_error(struct evhttp_request *req, int code, const char *message)
+{
+	gh_reply_error(req, code, message, "https://docs.github.com/rest");
+}
+
+/* not counted: the app's own calls are not reads of the provider's objects */
+const sim_provider github_app_provider = {
+	.name = "github_app",
+	.owns = github_app_owns,
+	.authorized = api_github_authorized,
+	.reply_error = github_app_reply_error,
+	.unauthorized = "Bad credentials",
+	.handle = github_app_handle,
+};

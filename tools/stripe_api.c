@@ -936,7 +936,7 @@ handle_accounts(sim_api *api, struct evhttp_request *req, const char *rest, sim_
 
 /* ---------- routing ---------- */
 
-void
+static void
 stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
@@ -1000,3 +1000,106 @@ stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 		api_stripe_error(req, 404, "invalid_request_error", NULL, NULL, msg);
 	}
 }
+
+/* ---------- the provider ---------- */
+
+/* Stripe serves /v1/ only: anything else is 404 before authentication. */
+static int
+stripe_reject(struct evhttp_request *req, const char *path)
+{
+	sbuf		b;
+
+	if (strncmp(path, "/v1/", 4) == 0)
+		return 0;
+	sb_init(&b);
+	sb_printf(&b, "Unrecognized request URL (%s: %s).",
+			  evhttp_request_get_command(req) == EVHTTP_REQ_POST ? "POST" : "GET", path);
+	api_stripe_error(req, 404, "invalid_request_error", NULL, NULL, b.data);
+	sb_free(&b);
+	return 1;
+}
+
+static int
+stripe_authorized(sim_api *api, struct evhttp_request *req)
+{
+	return api_token_authorized(api, req, 0);
+}
+
+static void
+stripe_reply_error(struct evhttp_request *req, int code, const char *message)
+{
+	api_stripe_error(req, code,
+					 code == 429 ? "rate_limit_error" :
+					 code >= 500 ? "api_error" : "invalid_request_error",
+					 code == 429 ? "rate_limit" : NULL, NULL, message);
+}
+
+/*
+ * Counters: a GET of one object (its id counted), a list, or a refund POST
+ * (its Idempotency-Key counted); whose credentials each request carried.
+ */
+static void
+stripe_count(sim_api *api, struct evhttp_request *req, const char *path)
+{
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const char *rest = NULL;
+	int			t;
+
+	for (t = 0; t <= OT__COUNT; t++)
+	{
+		const char *coll = t == OT__COUNT ? "events" : obj_type_path((obj_type) t);
+		size_t		n = strlen(coll);
+
+		if (t == OT_ORDER || strncmp(path + 4, coll, n) != 0)
+			continue;
+		if (path[4 + n] == '\0')
+			rest = "";
+		else if (path[4 + n] == '/')
+			rest = path + 5 + n;
+		break;
+	}
+	if (strcmp(path, "/v1/accounts") == 0 && method == EVHTTP_REQ_GET)
+		api->account_lists++;
+	else
+	{
+		/* whose credentials each Stripe request carried: Stripe-Account, Stripe-Context or the platform's */
+		struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+		const char *acct = evhttp_find_header(in, "Stripe-Account");
+		const char *ctx = evhttp_find_header(in, "Stripe-Context");
+		sbuf		k;
+
+		sb_init(&k);
+		if (acct)
+			sb_puts(&k, acct);
+		else if (ctx)
+			sb_printf(&k, "context:%s", ctx);
+		else
+			sb_puts(&k, "platform");
+		api_count(&api->scopes, k.data);
+		sb_free(&k);
+	}
+	if (rest == NULL)
+		return;
+	if (*rest && method == EVHTTP_REQ_GET)
+		api_count(&api->fetches, rest);
+	else if (*rest == '\0' && method == EVHTTP_REQ_GET)
+		api->lists++;
+	else if (*rest == '\0' && method == EVHTTP_REQ_POST && strcmp(path, "/v1/refunds") == 0)
+	{
+		const char *key = evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
+
+		if (key && *key)
+			api_count(&api->effects, key);
+	}
+}
+
+/* last in api.c's table: every path no other provider owns */
+const sim_provider stripe_provider = {
+	.name = "stripe",
+	.reject = stripe_reject,
+	.authorized = stripe_authorized,
+	.reply_error = stripe_reply_error,
+	.unauthorized = "Invalid API Key provided",
+	.count = stripe_count,
+	.handle = stripe_handle,
+};
