@@ -134,6 +134,18 @@ reply_fault(sim_api *api, struct evhttp_request *req, const sim_provider *prov, 
 
 /* ---------- /_sim/ ---------- */
 
+/* One /_sim/truth entry's start: its comma, source and the tenant's name. */
+static void
+truth_open(sbuf *b, const sim_model *m, const sim_object *o, int *first)
+{
+	if (!*first)
+		sb_putc(b, ',');
+	*first = 0;
+	sb_puts(b, "{\"source\":");
+	sb_json_str(b, m->sources[o->source].name);
+	sb_puts(b, ",\"tenant\":");
+}
+
 /*
  * The provider's truth: every object created so far (refunds, disputes and
  * charges included; deleted customers and orders too), and the occurrences
@@ -156,12 +168,7 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 
 		if (!o->exists)
 			continue;
-		if (!first)
-			sb_putc(&b, ',');
-		first = 0;
-		sb_puts(&b, "{\"source\":");
-		sb_json_str(&b, m->sources[o->source].name);
-		sb_puts(&b, ",\"tenant\":");
+		truth_open(&b, m, o, &first);
 		if ((o->type == OT_ISSUE || o->type == OT_PULL) &&
 			github_app_repo_tenant(api, model_gh_repo(m, o)) != NULL)
 			sb_json_str(&b, github_app_repo_tenant(api, model_gh_repo(m, o)));	/* an installation */
@@ -187,12 +194,7 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 
 		if (!o->exists || !obj_type_is_occurrence(o->type))
 			continue;
-		if (!first)
-			sb_putc(&b, ',');
-		first = 0;
-		sb_puts(&b, "{\"source\":");
-		sb_json_str(&b, m->sources[o->source].name);
-		sb_puts(&b, ",\"tenant\":");
+		truth_open(&b, m, o, &first);
 		sb_json_str(&b, model_tenant_of(m, o));
 		sb_printf(&b, ",\"kind\":\"%s\",\"id\":\"%s\",\"amount\":%lld,\"currency\":\"%s\"}",
 				  obj_type_name(o->type), o->id, (long long) o->amount, currency_name(o));

@@ -339,6 +339,26 @@ view_find(const list_view *v, const char *id)
 	return k < 0 ? -1 : v->m->objs[k].pos;
 }
 
+/*
+ * The page: up to limit matching positions from start on, stepping step
+ * (1 or -1) within [0, n), appended to page; whether one more matched.
+ */
+static int
+collect_page(const list_view *v, long start, int step, long n, long limit, long *page, long *got)
+{
+	long		i;
+
+	for (i = start; i >= 0 && i < n; i += step)
+	{
+		if (!view_matches(v, i))
+			continue;
+		if (*got == limit)
+			return 1;
+		page[(*got)++] = i;
+	}
+	return 0;
+}
+
 static const char *
 noun(const list_spec *spec)
 {
@@ -391,17 +411,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim
 		/* the page just newer than the cursor, still shown newest first */
 		long		i;
 
-		for (i = pos + 1; i < n; i++)
-		{
-			if (!view_matches(&v, i))
-				continue;
-			if (got == q.limit)
-			{
-				has_more = 1;
-				break;
-			}
-			page[got++] = i;
-		}
+		has_more = collect_page(&v, pos + 1, 1, n, q.limit, page, &got);
 		for (i = 0; i < got / 2; i++)
 		{
 			long		t = page[i];
@@ -411,21 +421,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim
 		}
 	}
 	else
-	{
-		long		i;
-
-		for (i = pos - 1; i >= 0; i--)
-		{
-			if (!view_matches(&v, i))
-				continue;
-			if (got == q.limit)
-			{
-				has_more = 1;
-				break;
-			}
-			page[got++] = i;
-		}
-	}
+		has_more = collect_page(&v, pos - 1, -1, n, q.limit, page, &got);
 	sb_init(&b);
 	sb_puts(&b, "{\"object\":\"list\",\"data\":[");
 	for (pos = 0; pos < got; pos++)
