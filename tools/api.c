@@ -38,6 +38,7 @@
 
 #include "api_int.h"
 #include "json.h"
+#include "webhook_inbox_hex.h"
 
 #define MAX_BODY (1024 * 1024)
 
@@ -48,296 +49,23 @@ typedef struct slow_req
 	struct event *timer;
 } slow_req;
 
-/* ---------- replies ---------- */
-
-void
-api_reply(struct evhttp_request *req, int code, const char *body)
-{
-	struct evbuffer *buf = evbuffer_new();
-	const char *reason;
-
-	switch (code)
-	{
-		case 200:
-			reason = "OK";
-			break;
-		case 201:
-			reason = "Created";
-			break;
-		case 403:
-			reason = "Forbidden";
-			break;
-		case 422:
-			reason = "Unprocessable Entity";
-			break;
-		case 400:
-			reason = "Bad Request";
-			break;
-		case 401:
-			reason = "Unauthorized";
-			break;
-		case 404:
-			reason = "Not Found";
-			break;
-		case 405:
-			reason = "Method Not Allowed";
-			break;
-		case 429:
-			reason = "Too Many Requests";
-			break;
-		case 503:
-			reason = "Service Unavailable";
-			break;
-		default:
-			reason = code >= 500 ? "Server Error" : "Error";
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
-	evbuffer_add(buf, body, strlen(body));
-	evbuffer_add(buf, "\n", 1);
-	evhttp_send_reply(req, code, reason, buf);
-	evbuffer_free(buf);
-}
-
 /*
- * Stripe's error object: {"error":{"type":…,"code":…,"param":…,"message":…,
- * "doc_url":…}}, as stripe-node's StripeError reads it.
+ * The providers, each path to the first that owns it; Stripe, last, takes the
+ * rest.  /shops/ (a Shopify app's shops) and /_sim/ are routed before these.
  */
-void
-api_stripe_error(struct evhttp_request *req, int code, const char *type,
-				 const char *errcode, const char *param, const char *message)
-{
-	sbuf		b;
+static const sim_provider *const providers[] = {
+	&shopify_provider, &github_provider, &github_app_provider, &stripe_provider
+};
 
-	sb_init(&b);
-	sb_printf(&b, "{\"error\":{\"type\":\"%s\"", type);
-	if (errcode)
-	{
-		char		url[128],
-				   *p;
-
-		snprintf(url, sizeof(url), "https://stripe.com/docs/error-codes/%s", errcode);
-		for (p = url + strlen("https://stripe.com/docs/error-codes/"); *p; p++)
-			if (*p == '_')
-				*p = '-';
-		sb_printf(&b, ",\"code\":\"%s\",\"doc_url\":\"%s\"", errcode, url);
-	}
-	if (param)
-	{
-		sb_puts(&b, ",\"param\":");
-		sb_json_str(&b, param);
-	}
-	sb_puts(&b, ",\"message\":");
-	sb_json_str(&b, message);
-	sb_puts(&b, "}}");
-	api_reply(req, code, b.data);
-	sb_free(&b);
-}
-
-typedef enum provider
-{
-	PROV_STRIPE,
-	PROV_SHOPIFY,
-	PROV_GITHUB
-} provider;
-
-static provider
+static const sim_provider *
 provider_of(const char *path)
 {
-	return strncmp(path, "/admin/", 7) == 0 ? PROV_SHOPIFY :
-		strncmp(path, "/repos/", 7) == 0 || strncmp(path, "/app/", 5) == 0 ||
-		strncmp(path, "/installation/", 14) == 0 ? PROV_GITHUB : PROV_STRIPE;
-}
-
-/* An error in the format of the path's provider. */
-static void
-reply_error(struct evhttp_request *req, provider prov, int code, const char *message)
-{
-	if (prov == PROV_GITHUB)
-	{
-		sbuf		b;
-
-		sb_init(&b);
-		sb_puts(&b, "{\"message\":");
-		sb_json_str(&b, message);
-		sb_printf(&b, ",\"documentation_url\":\"https://docs.github.com/rest\",\"status\":\"%d\"}", code);
-		api_reply(req, code, b.data);
-		sb_free(&b);
-	}
-	else if (prov == PROV_SHOPIFY)
-	{
-		sbuf		b;
-
-		sb_init(&b);
-		sb_puts(&b, "{\"errors\":");
-		sb_json_str(&b, message);
-		sb_putc(&b, '}');
-		api_reply(req, code, b.data);
-		sb_free(&b);
-	}
-	else
-		api_stripe_error(req, code,
-						 code == 429 ? "rate_limit_error" :
-						 code >= 500 ? "api_error" : "invalid_request_error",
-						 code == 429 ? "rate_limit" : NULL, NULL, message);
-}
-
-char *
-api_request_body(struct evhttp_request *req, size_t *len)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t		n = evbuffer_get_length(in);
-	char	   *body = xmalloc(n + 1);
-
-	evbuffer_copyout(in, body, n);
-	body[n] = '\0';
-	*len = n;
-	return body;
-}
-
-/* Close the client's connection without an answer (the effect happened). */
-void
-api_drop_connection(struct evhttp_request *req)
-{
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-
-	if (bev && bufferevent_getfd(bev) >= 0)
-		shutdown(bufferevent_getfd(bev), SHUT_RDWR);
-	/* nothing can reach the client now; this only lets libevent clean up */
-	evhttp_send_reply(req, 200, "OK", NULL);
-}
-
-/* ---------- query strings and form bodies ---------- */
-
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decode s[0..n) with '+' as a space; NULL for a bad escape or NUL. */
-static char *
-form_decode(const char *s, size_t n)
-{
-	char	   *out = xmalloc(n + 1),
-			   *o = out;
-	size_t		i;
-
-	for (i = 0; i < n; i++)
-	{
-		if (s[i] == '+')
-			*o++ = ' ';
-		else if (s[i] == '%')
-		{
-			int			h,
-						l;
-
-			if (i + 2 >= n)
-				goto bad;
-			h = hexval((unsigned char) s[i + 1]);
-			l = hexval((unsigned char) s[i + 2]);
-			if (h < 0 || l < 0 || (h == 0 && l == 0))
-				goto bad;
-			*o++ = (char) (h * 16 + l);
-			i += 2;
-		}
-		else
-			*o++ = s[i];
-	}
-	*o = '\0';
-	return out;
-
-bad:
-	free(out);
-	return NULL;
-}
-
-int
-params_parse(const char *s, size_t len, sim_params *out)
-{
-	size_t		i = 0;
-
-	memset(out, 0, sizeof(*out));
-	if (s == NULL)
-		return 0;
-	while (i < len)
-	{
-		size_t		j = i,
-					eq;
-		char	   *name,
-				   *value;
-
-		while (j < len && s[j] != '&')
-			j++;
-		if (j > i)
-		{
-			eq = i;
-			while (eq < j && s[eq] != '=')
-				eq++;
-			name = form_decode(s + i, eq - i);
-			value = eq < j ? form_decode(s + eq + 1, j - eq - 1) : xstrdup("");
-			if (name == NULL || value == NULL || *name == '\0')
-			{
-				free(name);
-				free(value);
-				params_free(out);
-				return -1;
-			}
-			out->p = xrealloc(out->p, (size_t) (out->n + 1) * sizeof(sim_param));
-			out->p[out->n].name = name;
-			out->p[out->n].value = value;
-			out->p[out->n].used = 0;
-			out->n++;
-		}
-		i = j + 1;
-	}
-	return 0;
-}
-
-void
-params_free(sim_params *ps)
-{
 	int			i;
 
-	for (i = 0; i < ps->n; i++)
-	{
-		free(ps->p[i].name);
-		free(ps->p[i].value);
-	}
-	free(ps->p);
-	memset(ps, 0, sizeof(*ps));
-}
-
-/* The last value of name (marking it used), or NULL. */
-const char *
-params_get(sim_params *ps, const char *name)
-{
-	const char *v = NULL;
-	int			i;
-
-	for (i = 0; i < ps->n; i++)
-		if (strcmp(ps->p[i].name, name) == 0)
-		{
-			ps->p[i].used = 1;
-			v = ps->p[i].value;
-		}
-	return v;
-}
-
-/* Whether name is one of the NULL-terminated list (a provider's parameter set). */
-int
-params_name_in(const char *const *list, const char *name)
-{
-	for (; *list; list++)
-		if (strcmp(*list, name) == 0)
-			return 1;
-	return 0;
+	for (i = 0; providers[i]->owns != NULL; i++)
+		if (providers[i]->owns(path))
+			break;
+	return providers[i];
 }
 
 /* ---------- routing helpers ---------- */
@@ -349,119 +77,9 @@ starts_with(const char *s, const char *prefix)
 }
 
 static int
-authorized(sim_api *api, struct evhttp_request *req, provider prov)
+authorized(sim_api *api, struct evhttp_request *req, const sim_provider *prov)
 {
-	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-	const char *v;
-
-	if (api->api_token == NULL)
-		return 1;
-	/* a GitHub App's requests carry its JWT or installation tokens instead */
-	if (prov == PROV_GITHUB && api->gh_app != NULL)
-		return 1;
-	if (prov == PROV_SHOPIFY)
-	{
-		v = evhttp_find_header(in, "X-Shopify-Access-Token");
-		return v != NULL && strcmp(v, api->api_token) == 0;
-	}
-	v = evhttp_find_header(in, "Authorization");
-	if (prov == PROV_GITHUB && v != NULL && strncmp(v, "token ", 6) == 0)
-		return strcmp(v + 6, api->api_token) == 0;
-	return v != NULL && strncmp(v, "Bearer ", 7) == 0 && strcmp(v + 7, api->api_token) == 0;
-}
-
-static void
-count(id_map *mp, const char *key)
-{
-	long		n = idmap_get(mp, key);
-
-	idmap_put(mp, key, n < 0 ? 1 : n + 1);
-}
-
-/*
- * Counters: a GET of one object (its id counted), a list, or a refund POST
- * (its Idempotency-Key counted).
- */
-static void
-count_request(sim_api *api, struct evhttp_request *req, const char *path)
-{
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	const char *rest = NULL;
-	int			t;
-
-	if (starts_with(path, "/app/") || starts_with(path, "/installation/"))
-		return;
-	if (starts_with(path, "/repos/"))
-	{
-		const char *last = strrchr(path, '/');
-
-		if (strstr(path, "/issues/") || strstr(path, "/pulls/"))
-			count(&api->fetches, last + 1);
-		else if (strcmp(last, "/issues") == 0 || strcmp(last, "/pulls") == 0)
-			api->lists++;
-		return;
-	}
-	if (starts_with(path, "/admin/api/"))
-	{
-		const char *p = strchr(path + strlen("/admin/api/"), '/');
-
-		if (p && strcmp(p, "/orders.json") == 0)
-			api->lists++;
-		else if (p && starts_with(p, "/orders/") && strlen(p) > 13)
-		{
-			char	   *id = xstrndup(p + 8, strlen(p) - 8 - 5);
-
-			count(&api->fetches, id);
-			free(id);
-		}
-		return;
-	}
-	for (t = 0; t <= OT__COUNT; t++)
-	{
-		const char *coll = t == OT__COUNT ? "events" : obj_type_path((obj_type) t);
-		size_t		n = strlen(coll);
-
-		if (t == OT_ORDER || strncmp(path + 4, coll, n) != 0)
-			continue;
-		if (path[4 + n] == '\0')
-			rest = "";
-		else if (path[4 + n] == '/')
-			rest = path + 5 + n;
-		break;
-	}
-	if (strcmp(path, "/v1/accounts") == 0 && method == EVHTTP_REQ_GET)
-		api->account_lists++;
-	else if (starts_with(path, "/v1/"))
-	{
-		/* whose credentials each Stripe request carried: Stripe-Account, Stripe-Context or the platform's */
-		struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-		const char *acct = evhttp_find_header(in, "Stripe-Account");
-		const char *ctx = evhttp_find_header(in, "Stripe-Context");
-		sbuf		k;
-
-		sb_init(&k);
-		if (acct)
-			sb_puts(&k, acct);
-		else if (ctx)
-			sb_printf(&k, "context:%s", ctx);
-		else
-			sb_puts(&k, "platform");
-		count(&api->scopes, k.data);
-		sb_free(&k);
-	}
-	if (rest == NULL)
-		return;
-	if (*rest && method == EVHTTP_REQ_GET)
-		count(&api->fetches, rest);
-	else if (*rest == '\0' && method == EVHTTP_REQ_GET)
-		api->lists++;
-	else if (*rest == '\0' && method == EVHTTP_REQ_POST && strcmp(path, "/v1/refunds") == 0)
-	{
-		const char *key = evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
-
-		if (key && *key)
-			count(&api->effects, key);
-	}
+	return api->api_token == NULL || prov->authorized(api, req);
 }
 
 /*
@@ -497,52 +115,8 @@ log_request(sim_api *api, struct evhttp_request *req)
 	fflush(api->request_log);
 }
 
-/* ---------- faults ---------- */
-
-static int
-fault_matches(const fault_rule *f, const char *path)
-{
-	return f->count != 0 && starts_with(path, f->prefix);
-}
-
-/*
- * Draw the status and slow faults for one request.  Returns the rule that
- * fires (its count already taken), or NULL.
- */
-static fault_rule *
-draw_fault(sim_api *api, const char *path, int want_drop)
-{
-	int			i;
-
-	for (i = 0; i < api->nfaults; i++)
-	{
-		fault_rule *f = &api->faults[i];
-
-		if ((f->mode == FAULT_DROP) != want_drop || !fault_matches(f, path))
-			continue;
-		if (rng_double(&api->fault_rng) >= f->share)
-			continue;
-		if (f->count > 0)
-			f->count--;
-		api->faulted++;
-		return f;
-	}
-	return NULL;
-}
-
-void
-api_add_fault(sim_api *api, const fault_rule *rule)
-{
-	if (api->nfaults == MAX_FAULTS)
-	{
-		memmove(&api->faults[0], &api->faults[1], sizeof(fault_rule) * (MAX_FAULTS - 1));
-		api->nfaults--;
-	}
-	api->faults[api->nfaults++] = *rule;
-}
-
 static void
-reply_fault(sim_api *api, struct evhttp_request *req, provider prov, const fault_rule *f)
+reply_fault(sim_api *api, struct evhttp_request *req, const sim_provider *prov, const fault_rule *f)
 {
 	int			code = f->status;
 	char		ra[16];
@@ -554,11 +128,23 @@ reply_fault(sim_api *api, struct evhttp_request *req, provider prov, const fault
 		snprintf(ra, sizeof(ra), "%d", f->retry_after);
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Retry-After", ra);
 	}
-	reply_error(req, prov, code, code == 429 ? "Too many requests (injected)" :
+	prov->reply_error(req, code, code == 429 ? "Too many requests (injected)" :
 				"Internal error (injected)");
 }
 
 /* ---------- /_sim/ ---------- */
+
+/* One /_sim/truth entry's start: its comma, source and the tenant's name. */
+static void
+truth_open(sbuf *b, const sim_model *m, const sim_object *o, int *first)
+{
+	if (!*first)
+		sb_putc(b, ',');
+	*first = 0;
+	sb_puts(b, "{\"source\":");
+	sb_json_str(b, m->sources[o->source].name);
+	sb_puts(b, ",\"tenant\":");
+}
 
 /*
  * The provider's truth: every object created so far (refunds, disputes and
@@ -582,12 +168,7 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 
 		if (!o->exists)
 			continue;
-		if (!first)
-			sb_putc(&b, ',');
-		first = 0;
-		sb_puts(&b, "{\"source\":");
-		sb_json_str(&b, m->sources[o->source].name);
-		sb_puts(&b, ",\"tenant\":");
+		truth_open(&b, m, o, &first);
 		if ((o->type == OT_ISSUE || o->type == OT_PULL) &&
 			github_app_repo_tenant(api, model_gh_repo(m, o)) != NULL)
 			sb_json_str(&b, github_app_repo_tenant(api, model_gh_repo(m, o)));	/* an installation */
@@ -613,12 +194,7 @@ handle_truth(sim_api *api, struct evhttp_request *req)
 
 		if (!o->exists || !obj_type_is_occurrence(o->type))
 			continue;
-		if (!first)
-			sb_putc(&b, ',');
-		first = 0;
-		sb_puts(&b, "{\"source\":");
-		sb_json_str(&b, m->sources[o->source].name);
-		sb_puts(&b, ",\"tenant\":");
+		truth_open(&b, m, o, &first);
 		sb_json_str(&b, model_tenant_of(m, o));
 		sb_printf(&b, ",\"kind\":\"%s\",\"id\":\"%s\",\"amount\":%lld,\"currency\":\"%s\"}",
 				  obj_type_name(o->type), o->id, (long long) o->amount, currency_name(o));
@@ -828,7 +404,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 		sb_free(&b);
 	}
 	else
-		reply_error(req, PROV_STRIPE, 404, "Unknown simulator endpoint");
+		stripe_provider.reply_error(req, 404, "Unknown simulator endpoint");
 }
 
 
@@ -873,15 +449,9 @@ dispatch(sim_api *api, struct evhttp_request *req)
 	uri_parts	u;
 
 	if (uri_parts_parse(req, &u) != 0)
-		reply_error(req, PROV_STRIPE, 400, "Malformed request URI");
-	else if (starts_with(u.path, "/admin/"))
-		shopify_handle(api, req, u.path, u.query);
-	else if (starts_with(u.path, "/repos/"))
-		github_handle(api, req, u.path, u.query);
-	else if (starts_with(u.path, "/app/") || starts_with(u.path, "/installation/"))
-		github_app_handle(api, req, u.path, u.query);
+		stripe_provider.reply_error(req, 400, "Malformed request URI");
 	else
-		stripe_handle(api, req, u.path, u.query);
+		provider_of(u.path)->handle(api, req, u.path, u.query);
 	uri_parts_free(&u);
 }
 
@@ -903,11 +473,11 @@ request_cb(struct evhttp_request *req, void *arg)
 	sim_api    *api = arg;
 	uri_parts	u;
 	fault_rule *f;
-	provider	prov;
+	const sim_provider *prov;
 
 	if (uri_parts_parse(req, &u) != 0)
 	{
-		reply_error(req, PROV_STRIPE, 400, "Malformed request URI");
+		stripe_provider.reply_error(req, 400, "Malformed request URI");
 		goto done;
 	}
 	if (starts_with(u.path, "/_sim/github/"))
@@ -928,37 +498,21 @@ request_cb(struct evhttp_request *req, void *arg)
 	log_request(api, req);
 	if (starts_with(u.path, "/shops/"))
 	{
-		/* a Shopify app's shop: its own origin and token (shopify_api.c) */
-		count_request(api, req, u.path);
+		/* a Shopify app's shop: its own origin and token, no counters (shopify_api.c) */
 		shopify_shop_handle(api, req, u.path, u.query);
 		goto done;
 	}
 	prov = provider_of(u.path);
-	if (prov == PROV_STRIPE && !starts_with(u.path, "/v1/"))
-	{
-		sbuf		b;
-
-		sb_init(&b);
-		sb_printf(&b, "Unrecognized request URL (%s: %s).",
-				  evhttp_request_get_command(req) == EVHTTP_REQ_POST ? "POST" : "GET", u.path);
-		api_stripe_error(req, 404, "invalid_request_error", NULL, NULL, b.data);
-		sb_free(&b);
+	if (prov->reject != NULL && prov->reject(req, u.path))
 		goto done;
-	}
 	if (!authorized(api, req, prov))
 	{
-		if (prov == PROV_SHOPIFY)
-			reply_error(req, prov, 401,
-						"[API] Invalid API key or access token (unrecognized login or wrong password)");
-		else if (prov == PROV_GITHUB)
-			reply_error(req, prov, 401, "Bad credentials");
-		else
-			api_stripe_error(req, 401, "invalid_request_error", NULL, NULL,
-							 "Invalid API Key provided");
+		prov->reply_error(req, 401, prov->unauthorized);
 		goto done;
 	}
-	count_request(api, req, u.path);
-	f = draw_fault(api, u.path, 0);
+	if (prov->count != NULL)
+		prov->count(api, req, u.path);
+	f = api_draw_fault(api, u.path, 0);
 	if (f && f->mode == FAULT_SLOW)
 	{
 		slow_req   *s = xcalloc(1, sizeof(slow_req));
@@ -978,12 +532,6 @@ request_cb(struct evhttp_request *req, void *arg)
 
 done:
 	uri_parts_free(&u);
-}
-
-int
-api_draw_drop(sim_api *api, const char *path)
-{
-	return draw_fault(api, path, 1) != NULL;
 }
 
 sim_api *

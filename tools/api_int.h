@@ -1,8 +1,10 @@
 /*
  * api_int.h
  *		What the simulator's HTTP files share among themselves (api.c is the
- *		server, routing, faults and /_sim/; stripe_api.c and shopify_api.c the
- *		providers' endpoints).  Not for the rest of webhook-sim.
+ *		server, routing and /_sim/; api_util.c the helpers every provider file
+ *		uses; stripe_api.c, shopify_api.c, shopify_graphql.c, github_api.c and
+ *		github_app.c the providers' endpoints).  Not for the rest of
+ *		webhook-sim.
  */
 #ifndef SIM_API_INT_H
 #define SIM_API_INT_H
@@ -83,6 +85,36 @@ struct sim_api
 	long		nidem;
 };
 
+/*
+ * One simulated provider, as api.c routes to it: each provider file fills one
+ * by field name.  A request goes to the first provider of api.c's table that
+ * owns its path (the last, Stripe, has no owns and takes the rest); reject
+ * (optional) answers a path the provider does not serve before
+ * authentication and returns 1; authorized is asked only when the server has
+ * an API token; reply_error answers in the provider's own error format (401
+ * with unauthorized, injected faults); count (optional) counts the request
+ * for /_sim/counters; handle answers it.
+ */
+typedef struct sim_provider
+{
+	const char *name;
+	int			(*owns) (const char *path);
+	int			(*reject) (struct evhttp_request *req, const char *path);
+	int			(*authorized) (sim_api *api, struct evhttp_request *req);
+	void		(*reply_error) (struct evhttp_request *req, int code, const char *message);
+	const char *unauthorized;
+	void		(*count) (sim_api *api, struct evhttp_request *req, const char *path);
+	void		(*handle) (sim_api *api, struct evhttp_request *req, const char *path,
+						   const char *query);
+} sim_provider;
+
+extern const sim_provider stripe_provider;		/* stripe_api.c: /v1/ */
+extern const sim_provider shopify_provider;		/* shopify_api.c: /admin/ */
+extern const sim_provider github_provider;		/* github_api.c: /repos/ */
+extern const sim_provider github_app_provider;	/* github_app.c: /app/, /installation/ */
+
+/* ---------- api_util.c ---------- */
+
 /* Parse a query string or form body (percent-decoding, '+' as space). */
 extern int	params_parse(const char *s, size_t len, sim_params *out);
 extern void params_free(sim_params *ps);
@@ -92,33 +124,30 @@ extern int	params_name_in(const char *const *list, const char *name);
 extern void api_reply(struct evhttp_request *req, int code, const char *body);
 extern void api_stripe_error(struct evhttp_request *req, int code, const char *type,
 							 const char *errcode, const char *param, const char *message);
+extern void api_github_error(struct evhttp_request *req, int code, const char *message,
+							 const char *docs);
+extern int	api_token_authorized(sim_api *api, struct evhttp_request *req, int token_ok);
+extern int	api_github_authorized(sim_api *api, struct evhttp_request *req);
+extern void api_count(id_map *mp, const char *key);
 extern char *api_request_body(struct evhttp_request *req, size_t *len);
+/* the status or slow fault (want_drop 0) or drop fault that fires for path, or NULL */
+extern fault_rule *api_draw_fault(sim_api *api, const char *path, int want_drop);
 extern int	api_draw_drop(sim_api *api, const char *path);
 extern void api_drop_connection(struct evhttp_request *req);
 
 /*
  * A GitHub App (github_app.c): POST /app/installations/{id}/access_tokens,
- * GET /app/installations, GET /installation/repositories; whether the
- * request's installation token may read repo (NULL: is valid at all; when
- * not, it has answered 401, 403 or 404); the /_sim/github/ endpoints.
+ * GET /app/installations, GET /installation/repositories (github_app_provider);
+ * whether the request's installation token may read repo (NULL: is valid at
+ * all; when not, it has answered 401, 403 or 404); the /_sim/github/
+ * endpoints.
  */
-extern void github_app_handle(sim_api *api, struct evhttp_request *req, const char *path,
-							  const char *query);
 extern int	github_app_repo_access(sim_api *api, struct evhttp_request *req, const char *repo);
 /* the tenant of a model's repository under a GitHub App: its installation's id, or NULL */
 extern const char *github_app_repo_tenant(sim_api *api, const char *repo);
 extern void github_app_sim(sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
 
-/* Stripe: GET /v1/{collection}[/{id}], GET /v1/events[/{id}], POST /v1/refunds. */
-extern void stripe_handle(sim_api *api, struct evhttp_request *req, const char *path,
-						  const char *query);
-/* GitHub: GET /repos/{owner}/{repo}/{issues|pulls}[/{number}] */
-extern void github_handle(sim_api *api, struct evhttp_request *req, const char *path,
-						  const char *query);
-/* Shopify: GET /admin/api/{version}/orders[/{id}].json, POST .../graphql.json */
-extern void shopify_handle(sim_api *api, struct evhttp_request *req, const char *path,
-						   const char *query);
 /*
  * A Shopify app's shops (shopify_api.c): /shops/{shop}/admin/oauth/access_token
  * (refresh_token grant) and /shops/{shop}/admin/api/... under that shop's own

@@ -272,7 +272,7 @@ find_number(const sim_model *m, const char *s, int pulls, int repo)
 	return -1;
 }
 
-void
+static void
 github_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	sim_model  *m = api->model;
@@ -361,3 +361,40 @@ github_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 		gh_error(req, 404, "Not Found", NULL);
 	params_free(&ps);
 }
+
+/* ---------- the provider ---------- */
+
+static int
+github_owns(const char *path)
+{
+	return strncmp(path, "/repos/", 7) == 0;
+}
+
+static void
+github_reply_error(struct evhttp_request *req, int code, const char *message)
+{
+	gh_error(req, code, message, NULL);
+}
+
+/* Counters: GET of one issue or pull (its number), a list of them. */
+static void
+github_count(sim_api *api, struct evhttp_request *req, const char *path)
+{
+	const char *last = strrchr(path, '/');
+
+	(void) req;
+	if (strstr(path, "/issues/") || strstr(path, "/pulls/"))
+		api_count(&api->fetches, last + 1);
+	else if (strcmp(last, "/issues") == 0 || strcmp(last, "/pulls") == 0)
+		api->lists++;
+}
+
+const sim_provider github_provider = {
+	.name = "github",
+	.owns = github_owns,
+	.authorized = api_github_authorized,
+	.reply_error = github_reply_error,
+	.unauthorized = "Bad credentials",
+	.count = github_count,
+	.handle = github_handle,
+};

@@ -40,186 +40,17 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "api_int.h"
+#include "github_app_int.h"
 #include "json.h"
 
-#define GH_SKEW_S		60		/* how far in the future iat may be */
-#define GH_MAX_JWT_S	600		/* exp at most this after iat */
-#define GH_DOCS_TOKEN "https://docs.github.com/rest/apps/apps#create-an-installation-access-token-for-an-app"
-#define GH_DOCS_APPS "https://docs.github.com/rest/apps/apps"
-#define GH_DOCS_REPOS "https://docs.github.com/rest/apps/installations#list-repositories-accessible-to-the-app-installation"
-#define GH_MAX_REPOS 16
-
-enum gh_state
-{
-	GH_ACTIVE,
-	GH_SUSPENDED,
-	GH_REMOVED
-};
 static const char *const state_names[] = {"active", "suspended", "removed"};
-
-typedef struct gh_installation
-{
-	int64_t		id;
-	enum gh_state state;
-	int64_t		created;
-	int64_t		suspended_at;
-	char	   *repos[GH_MAX_REPOS];	/* owner/name */
-	int			nrepos;
-	long		tokens;			/* issued */
-	int64_t		window_start;	/* --github-rate-limit: the current window */
-	long		used;			/* requests in it */
-	long		rate_limited;	/* requests answered 403 rate limit exceeded */
-} gh_installation;
-
-typedef struct gh_token
-{
-	char		token[41];		/* ghs_ and 36 characters */
-	int			inst;			/* index */
-	int64_t		expires_at;
-} gh_token;
-
-struct gh_app
-{
-	char	   *app_id;
-	char	   *client_id;
-	EVP_PKEY   *key;
-	int			token_ttl;
-	gh_installation inst[GH_APP_MAX_INSTALLATIONS];
-	int			ninst;
-	gh_token   *tokens;
-	long		ntokens;
-	sim_rng		rng;
-	long		jwt_refused;
-	int			rate_limit;		/* per installation per window; 0: none */
-	int			rate_window;
-};
-
-/* ---------- setup ---------- */
-
-static int
-add_installation(gh_app *app, const char *spec, const char *repo, char *err, size_t errlen)
-{
-	gh_installation *in = &app->inst[app->ninst];
-	const char *colon = strchr(spec, ':');
-	char	   *idtext = colon ? xstrndup(spec, (size_t) (colon - spec)) : xstrdup(spec);
-	int			rc = parse_int64(idtext, 1, INT64_MAX / 2, &in->id);
-
-	free(idtext);
-	if (rc != 0)
-	{
-		snprintf(err, errlen, "--github-installation %s: the id is not a positive integer", spec);
-		return -1;
-	}
-	for (int i = 0; i < app->ninst; i++)
-		if (app->inst[i].id == in->id)
-		{
-			snprintf(err, errlen, "--github-installation %s: installation given twice", spec);
-			return -1;
-		}
-	if (colon == NULL)
-		in->repos[in->nrepos++] = xstrdup(repo);
-	else
-	{
-		const char *p = colon + 1;
-
-		while (*p)
-		{
-			const char *comma = strchr(p, ',');
-			size_t		len = comma ? (size_t) (comma - p) : strlen(p);
-			const char *sl = memchr(p, '/', len);
-
-			if (len == 0 || sl == NULL || sl == p || (size_t) (sl - p) == len - 1 ||
-				in->nrepos == GH_MAX_REPOS)
-			{
-				snprintf(err, errlen, "--github-installation %s: repositories are OWNER/NAME[,OWNER/NAME] (at most %d)",
-						 spec, GH_MAX_REPOS);
-				return -1;
-			}
-			in->repos[in->nrepos++] = xstrndup(p, len);
-			p += len + (comma ? 1 : 0);
-		}
-	}
-	in->state = GH_ACTIVE;
-	in->created = now_epoch() - 86400 * (app->ninst + 1);
-	app->ninst++;
-	return 0;
-}
-
-gh_app *
-gh_app_new(const gh_app_options *opt, const char *repo, uint64_t seed, char *err, size_t errlen)
-{
-	gh_app	   *app = xcalloc(1, sizeof(gh_app));
-	FILE	   *f = NULL;
-
-	app->app_id = xstrdup(opt->app_id);
-	app->client_id = opt->client_id ? xstrdup(opt->client_id) : NULL;
-	app->token_ttl = opt->token_ttl > 0 ? opt->token_ttl : 3600;
-	app->rate_limit = opt->rate_limit;
-	app->rate_window = opt->rate_window > 0 ? opt->rate_window : 3600;
-	rng_seed(&app->rng, seed ^ 0x6a7bULL);
-	if (opt->key_file == NULL)
-	{
-		snprintf(err, errlen, "--github-app needs --github-app-key FILE (the app's public key)");
-		goto err;
-	}
-	f = fopen(opt->key_file, "r");
-	if (f == NULL)
-	{
-		snprintf(err, errlen, "cannot open --github-app-key \"%s\"", opt->key_file);
-		goto err;
-	}
-	app->key = PEM_read_PUBKEY(f, NULL, NULL, NULL);
-	if (app->key == NULL)
-	{
-		/* a private key holds the public one too */
-		rewind(f);
-		app->key = PEM_read_PrivateKey(f, NULL, NULL, NULL);
-	}
-	fclose(f);
-	if (app->key == NULL || EVP_PKEY_get_base_id(app->key) != EVP_PKEY_RSA)
-	{
-		snprintf(err, errlen, "--github-app-key \"%s\" holds no RSA key in PEM", opt->key_file);
-		goto err;
-	}
-	for (int i = 0; i < opt->ninstallations; i++)
-		if (add_installation(app, opt->installations[i], repo, err, errlen) != 0)
-			goto err;
-	return app;
-
-err:
-	gh_app_free(app);
-	return NULL;
-}
-
-void
-gh_app_free(gh_app *app)
-{
-	if (app == NULL)
-		return;
-	for (int i = 0; i < app->ninst; i++)
-		for (int k = 0; k < app->inst[i].nrepos; k++)
-			free(app->inst[i].repos[k]);
-	EVP_PKEY_free(app->key);
-	free(app->app_id);
-	free(app->client_id);
-	free(app->tokens);
-	free(app);
-}
 
 /* ---------- answers ---------- */
 
 static void
 gh_reply_error(struct evhttp_request *req, int code, const char *message, const char *docs)
 {
-	sbuf		b;
-
-	sb_init(&b);
-	sb_puts(&b, "{\"message\":");
-	sb_json_str(&b, message);
-	sb_printf(&b, ",\"documentation_url\":\"%s\",\"status\":\"%d\"}", docs, code);
-	api_reply(req, code, b.data);
-	sb_free(&b);
+	api_github_error(req, code, message, docs);
 }
 
 /* ---------- the JWT ---------- */
@@ -762,7 +593,7 @@ list_repositories(sim_api *api, gh_app *app, struct evhttp_request *req, sim_par
 
 /* ---------- entry points (api_int.h) ---------- */
 
-void
+static void
 github_app_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	gh_app	   *app = api->gh_app;
@@ -950,3 +781,27 @@ api_github_app_event(sim_api *api, sim_event *ev)
 	ev->body_len = b.len;
 	ev->body = sb_steal(&b);
 }
+
+/* ---------- the provider ---------- */
+
+static int
+github_app_owns(const char *path)
+{
+	return strncmp(path, "/app/", 5) == 0 || strncmp(path, "/installation/", 14) == 0;
+}
+
+static void
+github_app_reply_error(struct evhttp_request *req, int code, const char *message)
+{
+	gh_reply_error(req, code, message, "https://docs.github.com/rest");
+}
+
+/* not counted: the app's own calls are not reads of the provider's objects */
+const sim_provider github_app_provider = {
+	.name = "github_app",
+	.owns = github_app_owns,
+	.authorized = api_github_authorized,
+	.reply_error = github_app_reply_error,
+	.unauthorized = "Bad credentials",
+	.handle = github_app_handle,
+};

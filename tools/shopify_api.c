@@ -288,7 +288,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 	free(page);
 }
 
-void
+static void
 shopify_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	const char *p;
@@ -605,3 +605,57 @@ shopify_shops_sim(sim_api *api, struct evhttp_request *req)
 	api_reply(req, 200, b.data);
 	sb_free(&b);
 }
+
+/* ---------- the provider ---------- */
+
+static int
+shopify_owns(const char *path)
+{
+	return strncmp(path, "/admin/", 7) == 0;
+}
+
+static int
+shopify_authorized(sim_api *api, struct evhttp_request *req)
+{
+	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+									   "X-Shopify-Access-Token");
+
+	return v != NULL && strcmp(v, api->api_token) == 0;
+}
+
+static void
+shopify_reply_error(struct evhttp_request *req, int code, const char *message)
+{
+	shop_error(req, code, NULL, message);
+}
+
+/* Counters: GET .../orders.json (a list) and .../orders/{id}.json (its id). */
+static void
+shopify_count(sim_api *api, struct evhttp_request *req, const char *path)
+{
+	const char *p;
+
+	(void) req;
+	if (strncmp(path, "/admin/api/", 11) != 0)
+		return;
+	p = strchr(path + strlen("/admin/api/"), '/');
+	if (p && strcmp(p, "/orders.json") == 0)
+		api->lists++;
+	else if (p && strncmp(p, "/orders/", 8) == 0 && strlen(p) > 13)
+	{
+		char	   *id = xstrndup(p + 8, strlen(p) - 8 - 5);
+
+		api_count(&api->fetches, id);
+		free(id);
+	}
+}
+
+const sim_provider shopify_provider = {
+	.name = "shopify",
+	.owns = shopify_owns,
+	.authorized = shopify_authorized,
+	.reply_error = shopify_reply_error,
+	.unauthorized = "[API] Invalid API key or access token (unrecognized login or wrong password)",
+	.count = shopify_count,
+	.handle = shopify_handle,
+};

@@ -2,8 +2,9 @@
  * stripe_api.c
  *		Stripe's v1 API as stripe-node types it: retrieve and list of
  *		subscriptions, payment_intents, invoices, customers, refunds,
- *		disputes, charges and checkout/sessions; the events API; and
- *		POST /v1/refunds with idempotency keys.
+ *		disputes, charges and checkout/sessions; the events API; Connect
+ *		accounts.  POST /v1/refunds with idempotency keys is in
+ *		stripe_refunds.c, the parameter checks both use in stripe_params.c.
  *
  * The contract, strictly (so that a wrong client cannot agree with us):
  *   - each list accepts exactly the parameters of its *ListParams interface
@@ -44,6 +45,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "api_int.h"
+#include "stripe_int.h"
 
 #define MAX_TYPES 20
 
@@ -77,9 +79,6 @@ static const list_spec list_specs[] = {
 	{"events", -1, "created delivery_success expand type types", "created type types"},
 };
 
-static const char *const range_params = " created current_period_end current_period_start due_date ";
-static const char *const array_params = " expand types ";
-
 typedef struct list_query
 {
 	long		limit;
@@ -97,106 +96,6 @@ typedef struct list_query
 	int			ntypes;
 	int			account;		/* the request's Connect account; 0: the platform */
 } list_query;
-
-/* Is w[0..n) one of the space-separated words? */
-static int
-word_in(const char *words, const char *w, size_t n)
-{
-	const char *p = words;
-
-	while (*p)
-	{
-		const char *s;
-
-		while (*p == ' ')
-			p++;
-		s = p;
-		while (*p && *p != ' ')
-			p++;
-		if ((size_t) (p - s) == n && n > 0 && strncmp(s, w, n) == 0)
-			return 1;
-	}
-	return 0;
-}
-
-static void
-stripe_msg(struct evhttp_request *req, int code, const char *errcode, const char *param,
-		   const char *fmt, const char *arg)
-{
-	char		msg[512];
-
-	snprintf(msg, sizeof(msg), fmt, arg);
-	api_stripe_error(req, code, "invalid_request_error", errcode, param, msg);
-}
-
-/*
- * Check every parameter's name against the accepted set: the base name must
- * be in sdk (or pagination when paged), a subscript only where the SDK's type
- * has one (RangeQueryParam, arrays, metadata).  Answers the error and returns
- * -1 on the first bad one.
- */
-static int
-check_names(struct evhttp_request *req, sim_params *ps, const char *sdk,
-			const char *implemented, int paged)
-{
-	int			i;
-
-	for (i = 0; i < ps->n; i++)
-	{
-		const char *name = ps->p[i].name;
-		const char *br = strchr(name, '[');
-		size_t		n = br ? (size_t) (br - name) : strlen(name);
-		char		spaced[80];
-		int			ok = word_in(sdk, name, n) ||
-			(paged && (word_in("limit starting_after ending_before", name, n)));
-
-		snprintf(spaced, sizeof(spaced), " %.*s ", (int) (n < 60 ? n : 60), name);
-		if (ok && br)
-		{
-			const char *sub = br + 1;
-			const char *close = strchr(sub, ']');
-
-			ok = close != NULL && close[1] == '\0';
-			if (ok && strstr(range_params, spaced))
-				ok = word_in("gt gte lt lte", sub, (size_t) (close - sub));
-			else if (ok && strstr(array_params, spaced))
-				ok = strspn(sub, "0123456789") == (size_t) (close - sub);
-			else if (ok)
-				ok = strncmp(name, "metadata", n) == 0 && n == 8 && close > sub;
-		}
-		if (!ok)
-		{
-			stripe_msg(req, 400, "parameter_unknown", name, "Received unknown parameter: %s", name);
-			return -1;
-		}
-		if (!word_in(implemented, name, n) &&
-			!word_in("limit starting_after ending_before", name, n))
-		{
-			stripe_msg(req, 400, "parameter_unsupported", name,
-					   "webhook-sim does not model the parameter %s (Stripe accepts it)", name);
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static int
-parse_ts(struct evhttp_request *req, const char *name, const char *v, int64_t *out)
-{
-	if (parse_int64(v, 0, INT64_MAX / 4, out) != 0)
-	{
-		stripe_msg(req, 400, "parameter_invalid_integer", name,
-				   "Invalid integer: %s", v);
-		return -1;
-	}
-	return 0;
-}
-
-static int
-one_of(const char *v, const char *words)
-{
-	return word_in(words, v, strlen(v));
-}
 
 /* Values of the parameters into q; answers the error and returns -1. */
 static int
@@ -440,6 +339,26 @@ view_find(const list_view *v, const char *id)
 	return k < 0 ? -1 : v->m->objs[k].pos;
 }
 
+/*
+ * The page: up to limit matching positions from start on, stepping step
+ * (1 or -1) within [0, n), appended to page; whether one more matched.
+ */
+static int
+collect_page(const list_view *v, long start, int step, long n, long limit, long *page, long *got)
+{
+	long		i;
+
+	for (i = start; i >= 0 && i < n; i += step)
+	{
+		if (!view_matches(v, i))
+			continue;
+		if (*got == limit)
+			return 1;
+		page[(*got)++] = i;
+	}
+	return 0;
+}
+
 static const char *
 noun(const list_spec *spec)
 {
@@ -492,17 +411,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim
 		/* the page just newer than the cursor, still shown newest first */
 		long		i;
 
-		for (i = pos + 1; i < n; i++)
-		{
-			if (!view_matches(&v, i))
-				continue;
-			if (got == q.limit)
-			{
-				has_more = 1;
-				break;
-			}
-			page[got++] = i;
-		}
+		has_more = collect_page(&v, pos + 1, 1, n, q.limit, page, &got);
 		for (i = 0; i < got / 2; i++)
 		{
 			long		t = page[i];
@@ -512,21 +421,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const list_spec *spec, sim
 		}
 	}
 	else
-	{
-		long		i;
-
-		for (i = pos - 1; i >= 0; i--)
-		{
-			if (!view_matches(&v, i))
-				continue;
-			if (got == q.limit)
-			{
-				has_more = 1;
-				break;
-			}
-			page[got++] = i;
-		}
-	}
+		has_more = collect_page(&v, pos - 1, -1, n, q.limit, page, &got);
 	sb_init(&b);
 	sb_puts(&b, "{\"object\":\"list\",\"data\":[");
 	for (pos = 0; pos < got; pos++)
@@ -580,217 +475,6 @@ handle_retrieve(sim_api *api, struct evhttp_request *req, const list_spec *spec,
 	else
 		api_reply(req, 200, b.data);
 	sb_free(&b);
-}
-
-/* ---------- POST /v1/refunds ---------- */
-
-static const char *const refund_params =
-"amount charge currency customer expand instructions_email metadata origin payment_intent "
-"reason refund_application_fee reverse_transfer";
-
-/* metadata[k]=v members as JSON ("k":"v",…); -1 with the error answered. */
-static int
-render_metadata_params(struct evhttp_request *req, sim_params *ps, sbuf *out)
-{
-	int			i,
-				nkeys = 0;
-
-	for (i = 0; i < ps->n; i++)
-	{
-		const char *name = ps->p[i].name;
-		size_t		klen;
-
-		if (strncmp(name, "metadata[", 9) != 0)
-			continue;
-		klen = strlen(name) - 10;
-		if (klen > 40 || strlen(ps->p[i].value) > 500 || ++nkeys > 50)
-		{
-			stripe_msg(req, 400, "parameter_invalid_string", name,
-					   "Invalid metadata %s: keys up to 40 characters, values up to 500, at most 50 keys",
-					   name);
-			return -1;
-		}
-		if (out->len)
-			sb_putc(out, ',');
-		{
-			char	   *key = xstrndup(name + 9, klen);
-
-			sb_json_str(out, key);
-			free(key);
-		}
-		sb_putc(out, ':');
-		sb_json_str(out, ps->p[i].value);
-	}
-	return 0;
-}
-
-static void
-handle_refund(sim_api *api, struct evhttp_request *req, const char *path, int account)
-{
-	sim_model  *m = api->model;
-	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
-	const char *key = evhttp_find_header(in, "Idempotency-Key");
-	const char *ct = evhttp_find_header(in, "Content-Type");
-	size_t		len;
-	char	   *body = api_request_body(req, &len);
-	sim_params	ps;
-	const char *pi_s,
-			   *ch_s,
-			   *amount_s,
-			   *reason;
-	int64_t		amount;
-	long		k = -1,
-				re;
-	int64_t		now = now_epoch();
-	sbuf		b,
-				meta;
-
-	memset(&ps, 0, sizeof(ps));
-	sb_init(&b);
-	sb_init(&meta);
-	if (key && *key)
-	{
-		long		e = idmap_get(&api->idem_index, key);
-
-		if (e >= 0 && api->idem[e].created + api->idem_ttl > now)
-		{
-			idem_entry *ie = &api->idem[e];
-
-			if (strcmp(ie->path, path) == 0 && ie->body_len == len &&
-				memcmp(ie->body, body, len) == 0)
-			{
-				evhttp_add_header(evhttp_request_get_output_headers(req),
-								  "Idempotent-Replayed", "true");
-				api_reply(req, 200, ie->response);
-			}
-			else
-			{
-				sb_printf(&b, "Keys for idempotent requests can only be used with the same "
-						  "parameters they were first used with. Try using a key other than "
-						  "'%s' if you meant to execute a different request.", key);
-				api_stripe_error(req, 400, "idempotency_error", NULL, NULL, b.data);
-			}
-			goto done;
-		}
-	}
-	if (len > 0 && (ct == NULL || strncasecmp(ct, "application/x-www-form-urlencoded", 33) != 0))
-	{
-		stripe_msg(req, 400, NULL, NULL,
-				   "Invalid request: Stripe's v1 API takes application/x-www-form-urlencoded "
-				   "parameters (Content-Type was %s)", ct ? ct : "missing");
-		goto done;
-	}
-	if (params_parse(body, len, &ps) != 0)
-	{
-		stripe_msg(req, 400, NULL, NULL, "Invalid request body: %s", "not a form encoding");
-		goto done;
-	}
-	if (check_names(req, &ps, refund_params, "amount charge metadata payment_intent reason", 0) != 0 ||
-		render_metadata_params(req, &ps, &meta) != 0)
-		goto done;
-	pi_s = params_get(&ps, "payment_intent");
-	ch_s = params_get(&ps, "charge");
-	amount_s = params_get(&ps, "amount");
-	reason = params_get(&ps, "reason");
-	if (pi_s == NULL && ch_s == NULL)
-	{
-		api_stripe_error(req, 400, "invalid_request_error", "parameter_missing", "payment_intent",
-						 "One of the following params should be provided for this request: "
-						 "payment_intent or charge.");
-		goto done;
-	}
-	if (pi_s)
-		k = model_find_object(m, OT_PI, pi_s);
-	else
-	{
-		long		c = model_find_object(m, OT_CHARGE, ch_s);
-
-		k = c >= 0 ? m->objs[c].parent : -1;
-	}
-	if (k >= 0 && m->objs[k].account != account)
-		k = -1;
-	if (k < 0)
-	{
-		sb_printf(&b, "No such %s: '%s'", pi_s ? "payment_intent" : "charge", pi_s ? pi_s : ch_s);
-		api_stripe_error(req, 404, "invalid_request_error", "resource_missing",
-						 pi_s ? "payment_intent" : "charge", b.data);
-		goto done;
-	}
-	if (reason && !one_of(reason, "duplicate fraudulent requested_by_customer"))
-	{
-		stripe_msg(req, 400, NULL, "reason",
-				   "Invalid reason: must be one of duplicate, fraudulent, or requested_by_customer (got %s)",
-				   reason);
-		goto done;
-	}
-	if (amount_s && parse_int64(amount_s, 1, INT64_MAX / 2, &amount) != 0)
-	{
-		stripe_msg(req, 400, "parameter_invalid_integer", "amount",
-				   "Invalid integer: %s", amount_s);
-		goto done;
-	}
-	if (strcmp(obj_status_name(&m->objs[k]), "succeeded") != 0)
-	{
-		sb_printf(&b, "This PaymentIntent (%s) does not have a successful charge to refund.",
-				  m->objs[k].id);
-		api_stripe_error(req, 400, "invalid_request_error", NULL, "payment_intent", b.data);
-		goto done;
-	}
-	if (m->objs[k].amount_refunded >= m->objs[k].amount)
-	{
-		sb_printf(&b, "Charge for PaymentIntent %s has already been refunded.", m->objs[k].id);
-		api_stripe_error(req, 400, "invalid_request_error", "charge_already_refunded", NULL, b.data);
-		goto done;
-	}
-	if (!amount_s)
-		amount = m->objs[k].amount - m->objs[k].amount_refunded;
-	else if (amount > m->objs[k].amount - m->objs[k].amount_refunded)
-	{
-		sb_printf(&b, "Refund amount (%lld) is greater than unrefunded amount on charge (%lld)",
-				  (long long) amount, (long long) (m->objs[k].amount - m->objs[k].amount_refunded));
-		api_stripe_error(req, 400, "invalid_request_error", "amount_too_large", "amount", b.data);
-		goto done;
-	}
-	re = model_effect_refund(m, k, amount, meta.data ? meta.data : "", reason);
-	render_object(m, &b, &m->objs[re]);
-	if (key && *key)
-	{
-		long		e = idmap_get(&api->idem_index, key);
-		idem_entry *ie;
-
-		if (e < 0)
-		{
-			api->idem = xrealloc(api->idem, (size_t) (api->nidem + 1) * sizeof(idem_entry));
-			e = api->nidem++;
-			idmap_put(&api->idem_index, key, e);
-		}
-		else
-		{
-			/* an expired key: forgotten, now reused */
-			free(api->idem[e].key);
-			free(api->idem[e].path);
-			free(api->idem[e].body);
-			free(api->idem[e].response);
-		}
-		ie = &api->idem[e];
-		ie->key = xstrdup(key);
-		ie->path = xstrdup(path);
-		ie->body = body;
-		ie->body_len = len;
-		ie->response = xstrdup(b.data);
-		ie->created = now;
-		body = NULL;			/* kept by the store */
-	}
-	if (api_draw_drop(api, path))
-		api_drop_connection(req);
-	else
-		api_reply(req, 200, b.data);
-
-done:
-	params_free(&ps);
-	free(body);
-	sb_free(&b);
-	sb_free(&meta);
 }
 
 /* ---------- Connect ---------- */
@@ -936,7 +620,7 @@ handle_accounts(sim_api *api, struct evhttp_request *req, const char *rest, sim_
 
 /* ---------- routing ---------- */
 
-void
+static void
 stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const char *query)
 {
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
@@ -980,7 +664,7 @@ stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 						   "Received unknown parameter: %s (POST parameters go in the form body)",
 						   ps.p[0].name);
 			else
-				handle_refund(api, req, path, account);
+				stripe_handle_refund(api, req, path, account);
 		}
 		else if (rest[n] == '/' && rest[n + 1] != '\0' && strchr(rest + n + 1, '/') == NULL &&
 				 method == EVHTTP_REQ_GET)
@@ -1000,3 +684,106 @@ stripe_handle(sim_api *api, struct evhttp_request *req, const char *path, const 
 		api_stripe_error(req, 404, "invalid_request_error", NULL, NULL, msg);
 	}
 }
+
+/* ---------- the provider ---------- */
+
+/* Stripe serves /v1/ only: anything else is 404 before authentication. */
+static int
+stripe_reject(struct evhttp_request *req, const char *path)
+{
+	sbuf		b;
+
+	if (strncmp(path, "/v1/", 4) == 0)
+		return 0;
+	sb_init(&b);
+	sb_printf(&b, "Unrecognized request URL (%s: %s).",
+			  evhttp_request_get_command(req) == EVHTTP_REQ_POST ? "POST" : "GET", path);
+	api_stripe_error(req, 404, "invalid_request_error", NULL, NULL, b.data);
+	sb_free(&b);
+	return 1;
+}
+
+static int
+stripe_authorized(sim_api *api, struct evhttp_request *req)
+{
+	return api_token_authorized(api, req, 0);
+}
+
+static void
+stripe_reply_error(struct evhttp_request *req, int code, const char *message)
+{
+	api_stripe_error(req, code,
+					 code == 429 ? "rate_limit_error" :
+					 code >= 500 ? "api_error" : "invalid_request_error",
+					 code == 429 ? "rate_limit" : NULL, NULL, message);
+}
+
+/*
+ * Counters: a GET of one object (its id counted), a list, or a refund POST
+ * (its Idempotency-Key counted); whose credentials each request carried.
+ */
+static void
+stripe_count(sim_api *api, struct evhttp_request *req, const char *path)
+{
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const char *rest = NULL;
+	int			t;
+
+	for (t = 0; t <= OT__COUNT; t++)
+	{
+		const char *coll = t == OT__COUNT ? "events" : obj_type_path((obj_type) t);
+		size_t		n = strlen(coll);
+
+		if (t == OT_ORDER || strncmp(path + 4, coll, n) != 0)
+			continue;
+		if (path[4 + n] == '\0')
+			rest = "";
+		else if (path[4 + n] == '/')
+			rest = path + 5 + n;
+		break;
+	}
+	if (strcmp(path, "/v1/accounts") == 0 && method == EVHTTP_REQ_GET)
+		api->account_lists++;
+	else
+	{
+		/* whose credentials each Stripe request carried: Stripe-Account, Stripe-Context or the platform's */
+		struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+		const char *acct = evhttp_find_header(in, "Stripe-Account");
+		const char *ctx = evhttp_find_header(in, "Stripe-Context");
+		sbuf		k;
+
+		sb_init(&k);
+		if (acct)
+			sb_puts(&k, acct);
+		else if (ctx)
+			sb_printf(&k, "context:%s", ctx);
+		else
+			sb_puts(&k, "platform");
+		api_count(&api->scopes, k.data);
+		sb_free(&k);
+	}
+	if (rest == NULL)
+		return;
+	if (*rest && method == EVHTTP_REQ_GET)
+		api_count(&api->fetches, rest);
+	else if (*rest == '\0' && method == EVHTTP_REQ_GET)
+		api->lists++;
+	else if (*rest == '\0' && method == EVHTTP_REQ_POST && strcmp(path, "/v1/refunds") == 0)
+	{
+		const char *key = evhttp_find_header(evhttp_request_get_input_headers(req), "Idempotency-Key");
+
+		if (key && *key)
+			api_count(&api->effects, key);
+	}
+}
+
+/* last in api.c's table: every path no other provider owns */
+const sim_provider stripe_provider = {
+	.name = "stripe",
+	.reject = stripe_reject,
+	.authorized = stripe_authorized,
+	.reply_error = stripe_reply_error,
+	.unauthorized = "Invalid API Key provided",
+	.count = stripe_count,
+	.handle = stripe_handle,
+};
