@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include "provider.h"
 #include "ratelimit.h"
 #include "webhook_inbox.h"
 
@@ -60,4 +61,21 @@ void
 wi_rate_pause(WiRate *r, TimestampTz until)
 {
 	r->not_before = Max(r->not_before, until);
+}
+
+char *
+wi_rate_list_page(const WiSteps *steps, WiRate *r, WiHttpRequest *req, const char *what)
+{
+	if (GetCurrentTimestamp() < r->not_before)
+		return pstrdup("rate_limited: inside the source's Retry-After window");
+	if (!wi_http_run(steps, (WiHttpRequest *[]) {req}, 1, 1, NULL, NULL, NULL))
+		return pstrdup("interrupted");
+	if (req->status == 429 || req->status == 503)
+		wi_rate_slow_down(r, GetCurrentTimestamp() +
+						  (TimestampTz) ((req->retry_after_s >= 0 ? req->retry_after_s : 1) * USECS_PER_SEC));
+	if (req->status != 200)
+		return req->status == 0
+			? psprintf("%s failed: %s", what, req->error ? req->error : "transport error")
+			: psprintf("%s answered http %ld", what, req->status);
+	return NULL;
 }

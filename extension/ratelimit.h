@@ -33,4 +33,15 @@ extern void wi_rate_slow_down(WiRate *r, TimestampTz until);
 /* The source's budget is spent: nothing is sent to it before `until`. */
 extern void wi_rate_pause(WiRate *r, TimestampTz until);
 
+/*
+ * One page of a provider's list (of tenants, of installations), paced by
+ * the source's window: NULL when the page came (req's body holds it), else
+ * why not, palloc'd ("interrupted" on SIGTERM).  req is initialised by the
+ * caller; what names the list in the reasons.
+ */
+struct WiHttpRequest;
+struct WiSteps;
+extern char *wi_rate_list_page(const struct WiSteps *steps, WiRate *r, struct WiHttpRequest *req,
+							   const char *what);
+
 #endif							/* WI_RATELIMIT_H */

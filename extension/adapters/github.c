@@ -245,27 +245,9 @@ wi_github_discover(const WiSteps *steps, int32 source_id, char **error)
 			*error = psprintf("more than %d pages", GH_MAX_INSTALLATION_PAGES);
 			break;
 		}
-		if (GetCurrentTimestamp() < r->not_before)
-		{
-			*error = pstrdup("rate_limited: inside the source's Retry-After window");
-			break;
-		}
 		wi_http_init_request(&req, url, d.auth, source_id, d.src->api_base, NULL);
-		if (!wi_http_run(steps, (WiHttpRequest *[]) {&req}, 1, 1, NULL, NULL, NULL))
-		{
-			*error = pstrdup("interrupted");
+		if ((*error = wi_rate_list_page(steps, r, &req, "listing installations")) != NULL)
 			break;
-		}
-		if (req.status == 429 || req.status == 503)
-			wi_rate_slow_down(r, GetCurrentTimestamp() +
-							  (TimestampTz) ((req.retry_after_s >= 0 ? req.retry_after_s : 1) * USECS_PER_SEC));
-		if (req.status != 200)
-		{
-			*error = req.status == 0
-				? psprintf("listing installations failed: %s", req.error ? req.error : "transport error")
-				: psprintf("listing installations answered http %ld", req.status);
-			break;
-		}
 		d.body = req.body.data;
 		if ((err = wi_step_run(steps, gh_page_step, &d)) != NULL)
 		{
