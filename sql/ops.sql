@@ -185,7 +185,7 @@ COMMENT ON FUNCTION @extschema@._shopify_about_customer(jsonb, text, text, text,
  */
 CREATE FUNCTION @extschema@._shopify_request(p_event bigint,
 	OUT source_id integer, OUT customer_id text, OUT email text, OUT orders text[], OUT shop_domain text,
-	OUT payload jsonb)
+	OUT payload jsonb, OUT tenant text)
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
 	i webhook_inbox.inbox;
@@ -199,6 +199,7 @@ BEGIN
 			DETAIL = 'A compliance webhook names its shop and customer in its body.';
 	END IF;
 	source_id := i.source_id;
+	tenant := i.tenant;
 	payload := i.payload;
 	customer_id := webhook_inbox._scalar_text(i.payload #> '{customer,id}');
 	email := coalesce(i.payload #>> '{customer,email}', '');
@@ -211,7 +212,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._shopify_request(bigint) IS
-	'Reads a Shopify compliance webhook stored in the inbox: its source, customer id and e-mail, the orders it names, its shop domain.';
+	'Reads a Shopify compliance webhook stored in the inbox: its source, customer id and e-mail, the orders it names, its shop domain, and its tenant (the shop of a Shopify app''s source; empty for a source of one shop), which scopes what the webhook erases or lists.';
 
 CREATE FUNCTION @extschema@.shopify_redact_customer(p_event bigint)
 RETURNS bigint
@@ -230,19 +231,19 @@ BEGIN
 	END IF;
 	UPDATE webhook_inbox.inbox i
 	   SET payload = jsonb_build_object('redacted', true), raw_body = NULL, updated_at = now()
-	 WHERE i.source_id = r.source_id
+	 WHERE i.source_id = r.source_id AND i.tenant = r.tenant
 	   AND (i.id = p_event OR webhook_inbox._shopify_about_customer(i.payload, i.object_type, i.object_id,
 			r.customer_id, r.email, r.orders));
 	GET DIAGNOSTICS n_inbox = ROW_COUNT;
 	UPDATE webhook_inbox.objects o
 	   SET state = jsonb_build_object('id', o.object_id, 'redacted', true), updated_at = now()
-	 WHERE o.source_id = r.source_id
+	 WHERE o.source_id = r.source_id AND o.tenant = r.tenant
 	   AND webhook_inbox._shopify_about_customer(o.state, o.object_type, o.object_id,
 			r.customer_id, r.email, r.orders);
 	GET DIAGNOSTICS n_objects = ROW_COUNT;
 	UPDATE webhook_inbox.occurrences o
 	   SET payload = jsonb_build_object('redacted', true)
-	 WHERE o.source_id = r.source_id
+	 WHERE o.source_id = r.source_id AND o.tenant = r.tenant
 	   AND webhook_inbox._shopify_about_customer(o.payload, o.kind, o.occurrence_id,
 			r.customer_id, r.email, r.orders);
 	GET DIAGNOSTICS n_occ = ROW_COUNT;
@@ -255,7 +256,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.shopify_redact_customer(bigint) IS
-	'Carries out the Shopify customers/redact webhook stored as inbox event p_event: erases the payloads of every inbox event, mirror state and occurrence of its source about the customer (the request itself included), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
+	'Carries out the Shopify customers/redact webhook stored as inbox event p_event: erases the payloads of every inbox event, mirror state and occurrence of its shop (its source, for a source of one shop) about the customer (the request itself included), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
 
 CREATE FUNCTION @extschema@.shopify_redact_shop(p_event bigint)
 RETURNS bigint
@@ -270,15 +271,15 @@ BEGIN
 	SELECT * INTO r FROM webhook_inbox._shopify_request(p_event);
 	UPDATE webhook_inbox.inbox i
 	   SET payload = jsonb_build_object('redacted', true), raw_body = NULL, updated_at = now()
-	 WHERE i.source_id = r.source_id AND (i.payload IS NOT NULL OR i.raw_body IS NOT NULL)
+	 WHERE i.source_id = r.source_id AND i.tenant = r.tenant AND (i.payload IS NOT NULL OR i.raw_body IS NOT NULL)
 	   AND i.payload IS DISTINCT FROM '{"redacted": true}';
 	GET DIAGNOSTICS n_inbox = ROW_COUNT;
 	UPDATE webhook_inbox.objects o
 	   SET state = jsonb_build_object('id', o.object_id, 'redacted', true), updated_at = now()
-	 WHERE o.source_id = r.source_id AND o.state IS NOT NULL;
+	 WHERE o.source_id = r.source_id AND o.tenant = r.tenant AND o.state IS NOT NULL;
 	GET DIAGNOSTICS n_objects = ROW_COUNT;
 	UPDATE webhook_inbox.occurrences o SET payload = jsonb_build_object('redacted', true)
-	 WHERE o.source_id = r.source_id AND o.payload IS NOT NULL;
+	 WHERE o.source_id = r.source_id AND o.tenant = r.tenant AND o.payload IS NOT NULL;
 	GET DIAGNOSTICS n_occ = ROW_COUNT;
 	INSERT INTO webhook_inbox.redactions (source_id, topic, request_event, shop_domain, inbox_rows, objects, occurrences)
 	VALUES (r.source_id, 'shop/redact', p_event, r.shop_domain, n_inbox, n_objects, n_occ)
@@ -287,7 +288,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.shopify_redact_shop(bigint) IS
-	'Carries out the Shopify shop/redact webhook stored as inbox event p_event (48 hours after the app was uninstalled): erases every payload, mirror state and occurrence payload of its source, keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
+	'Carries out the Shopify shop/redact webhook stored as inbox event p_event (48 hours after the app was uninstalled): erases every payload, mirror state and occurrence payload of its shop (of its source, for a source of one shop), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
 
 CREATE FUNCTION @extschema@.shopify_data_request(p_event bigint)
 RETURNS bigint
@@ -306,19 +307,20 @@ BEGIN
 	SELECT r.source_id, p_event, r.shop_domain, r.customer_id, r.payload #>> '{data_request,id}', r.orders,
 		   jsonb_build_object(
 			'inbox_events', (SELECT count(*) FROM webhook_inbox.inbox i
-							  WHERE i.source_id = r.source_id AND i.id <> p_event
+							  WHERE i.source_id = r.source_id AND i.tenant = r.tenant AND i.id <> p_event
 								AND webhook_inbox._shopify_about_customer(i.payload, i.object_type, i.object_id,
 									r.customer_id, r.email, r.orders)),
 			'objects', (SELECT coalesce(jsonb_agg(jsonb_build_object('type', o.object_type, 'id', o.object_id)
 												  ORDER BY o.object_type, o.object_id), '[]')
 						  FROM webhook_inbox.objects o
-						 WHERE o.source_id = r.source_id
+						 WHERE o.source_id = r.source_id AND o.tenant = r.tenant
 						   AND webhook_inbox._shopify_about_customer(o.state, o.object_type, o.object_id,
 								r.customer_id, r.email, r.orders)),
 			'occurrences', (SELECT coalesce(jsonb_agg(jsonb_build_object('kind', o.kind, 'id', o.occurrence_id)
 													  ORDER BY o.kind, o.occurrence_id), '[]')
 							  FROM webhook_inbox.occurrences o
-							 WHERE o.source_id = r.source_id AND o.first_event_id IS DISTINCT FROM p_event
+							 WHERE o.source_id = r.source_id AND o.tenant = r.tenant
+							   AND o.first_event_id IS DISTINCT FROM p_event
 							   AND webhook_inbox._shopify_about_customer(o.payload, o.kind, o.occurrence_id,
 									r.customer_id, r.email, r.orders)))
 	RETURNING id INTO rid;

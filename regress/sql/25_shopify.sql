@@ -90,3 +90,16 @@ SELECT event_id, payload, body_sha256 IS NOT NULL AS digest_kept FROM webhook_in
   JOIN webhook_inbox.sources s ON s.id = i.source_id WHERE s.name = 'sh25' ORDER BY event_id;
 SELECT topic, shop_domain, customer_id, orders, inbox_rows, objects, occurrences FROM webhook_inbox.redactions r
   JOIN webhook_inbox.sources s ON s.id = r.source_id WHERE s.name = 'sh25';
+-- an app's source serves many shops: shop/redact erases its own shop's payloads, never another shop's
+SELECT webhook_inbox.create_source('sh25app', 'shopify', 'shpss_25app', settings => '{"tenants": true}') > 0 AS created;
+SELECT webhook_inbox.intake('sh25app', ARRAY['X-Shopify-Topic', 'customers/update', 'X-Shopify-Webhook-Id', 'sh25a-1',
+	'X-Shopify-Shop-Domain', 'one.myshopify.com'], convert_to('{"id": 1, "email": "a@one.example"}', 'UTF8'));
+SELECT webhook_inbox.intake('sh25app', ARRAY['X-Shopify-Topic', 'customers/update', 'X-Shopify-Webhook-Id', 'sh25a-2',
+	'X-Shopify-Shop-Domain', 'two.myshopify.com'], convert_to('{"id": 2, "email": "b@two.example"}', 'UTF8'));
+SELECT webhook_inbox.intake('sh25app', ARRAY['X-Shopify-Topic', 'shop/redact', 'X-Shopify-Webhook-Id', 'sh25a-3',
+	'X-Shopify-Shop-Domain', 'one.myshopify.com'], convert_to('{"shop_id": 1, "shop_domain": "one.myshopify.com"}', 'UTF8'));
+SELECT webhook_inbox.shopify_redact_shop((SELECT id FROM webhook_inbox.inbox WHERE event_id = 'sh25a-3')) > 0 AS redacted;
+SELECT event_id, tenant, payload FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
+ WHERE s.name = 'sh25app' ORDER BY event_id;
+SELECT topic, shop_domain, inbox_rows FROM webhook_inbox.redactions r JOIN webhook_inbox.sources s ON s.id = r.source_id
+ WHERE s.name = 'sh25app';
