@@ -162,15 +162,20 @@ extern const WiAdapter wi_adapter_shopify;
 extern const WiAdapter wi_adapter_github;
 extern const WiAdapter wi_adapter_generic;
 
+/* adapters/adapters.c: the table */
 extern const WiAdapter *wi_adapter_for(const WiSource *src);
+extern const char *wi_answer_shape(const WiAdapter *a, const WiSource *src, const char *object_type,
+								   const char *body);
+
+/* adapters/shopify.c: a shop's own base URL (credentials.c refreshes there) */
+extern char *wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin,
+								  char **reason);
+
+/* source.c: what the adapters and their callers share */
 extern WiSource *wi_source_load(int32 source_id);
 extern char *wi_url_escape(const char *s);
 extern char *wi_template(const char *tmpl, const char *const *keys, const char *const *values);
 extern char *wi_iso_time(int64 epoch);
-extern char *wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin,
-								  char **reason);
-extern const char *wi_answer_shape(const WiAdapter *a, const WiSource *src, const char *object_type,
-								   const char *body);
 
 /* ---------- provider requests (fetch.c) ---------- */
 
@@ -223,6 +228,7 @@ typedef enum WiHttpGate
 typedef WiHttpGate (*wi_http_gate_fn) (WiHttpRequest *req, void *arg);
 typedef void (*wi_http_done_fn) (WiHttpRequest *req, void *arg);
 
+/* adapters/scope.c */
 extern void wi_request_scope(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *src,
 							 const char *tenant, const char *context);
 extern void wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
