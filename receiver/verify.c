@@ -219,16 +219,32 @@ check_timestamp(const char *ts, size_t len, int tolerance, time_t now)
  * --------------------------------------------------------------------- */
 
 /*
- * Stripe: "Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…][,v0=…]";
- * signed bytes "<t>.<body>"; secret used verbatim.
+ * The shape Stripe's and Paddle's headers share: a list of key=value items
+ * (sep between them) with one timestamp item and any number of signature
+ * items, the signed bytes being "<timestamp><joiner><body>".
+ */
+typedef struct stamped_list
+{
+	char		sep;			/* between items */
+	const char *ts_key;			/* the timestamp item's "key=" */
+	const char *sig_key;		/* a signature item's "key=" (hex) */
+	const char *joiner;			/* between timestamp and body */
+} stamped_list;
+
+/*
+ * Verifies header h (NULL: missing) of the stamped_list form f: a repeated
+ * timestamp item or no signature item is malformed; the timestamp must be
+ * within the tolerance; any signature item may match.
  */
 static rcv_verify_result
-verify_stripe(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
-			  const unsigned char *body, size_t len, time_t now)
+verify_stamped_list(const rcv_verifier *v, const stamped_list *f, const char *h,
+					const unsigned char *body, size_t len, time_t now)
 {
-	const char *h = rcv_header_get(hdrs, nhdrs, "stripe-signature");
-	const char *t = NULL;
-	size_t		tlen = 0;
+	const char *ts = NULL;
+	size_t		tslen = 0;
+	size_t		tklen = strlen(f->ts_key);
+	size_t		sklen = strlen(f->sig_key);
+	char		seps[2] = {f->sep, '\0'};
 	candidates	c = {.n = 0};
 	rcv_verify_result r;
 	seg			segs[3];
@@ -238,28 +254,42 @@ verify_stripe(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
 	for (const char *p = h; *p;)
 	{
 		const char *item = p;
-		size_t		ilen = strcspn(p, ",");
+		size_t		ilen = strcspn(p, seps);
 
-		p += ilen + (p[ilen] == ',');
+		p += ilen + (p[ilen] == f->sep);
 		trim(&item, &ilen);
-		if (ilen > 2 && item[0] == 't' && item[1] == '=')
+		if (ilen > tklen && strncmp(item, f->ts_key, tklen) == 0)
 		{
-			if (t != NULL)
+			if (ts != NULL)
 				return RCV_MALFORMED_SIGNATURE;
-			t = item + 2;
-			tlen = ilen - 2;
+			ts = item + tklen;
+			tslen = ilen - tklen;
 		}
-		else if (ilen > 3 && strncmp(item, "v1=", 3) == 0)
-			add_candidate(&c, item + 3, ilen - 3, RCV_ENC_HEX);
+		else if (ilen > sklen && strncmp(item, f->sig_key, sklen) == 0)
+			add_candidate(&c, item + sklen, ilen - sklen, RCV_ENC_HEX);
 	}
-	if (t == NULL || c.n == 0)
+	if (ts == NULL || c.n == 0)
 		return RCV_MALFORMED_SIGNATURE;
-	if ((r = check_timestamp(t, tlen, v->tolerance, now)) != RCV_OK)
+	if ((r = check_timestamp(ts, tslen, v->tolerance, now)) != RCV_OK)
 		return r;
-	segs[0] = (seg) {t, tlen};
-	segs[1] = (seg) {".", 1};
+	segs[0] = (seg) {ts, tslen};
+	segs[1] = (seg) {f->joiner, strlen(f->joiner)};
 	segs[2] = (seg) {body, len};
 	return match_any(v, segs, 3, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+}
+
+/*
+ * Stripe: "Stripe-Signature: t=<unix>,v1=<hex>[,v1=<hex>…][,v0=…]";
+ * signed bytes "<t>.<body>"; secret used verbatim.
+ */
+static rcv_verify_result
+verify_stripe(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
+			  const unsigned char *body, size_t len, time_t now)
+{
+	static const stamped_list form = {',', "t=", "v1=", "."};
+
+	return verify_stamped_list(v, &form, rcv_header_get(hdrs, nhdrs, "stripe-signature"),
+							   body, len, now);
 }
 
 /*
@@ -310,6 +340,27 @@ verify_standard(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
 }
 
 /*
+ * A header holding one signature after a fixed prefix ("sha256=<hex>", a
+ * bare base64 …): h NULL is a missing signature; without the prefix, or
+ * not decodable in enc, it is malformed.  On RCV_OK c holds the candidate.
+ */
+static rcv_verify_result
+prefixed_signature(const char *h, const char *prefix, rcv_encoding enc, candidates *c)
+{
+	size_t		plen = strlen(prefix);
+	size_t		hlen;
+
+	if (h == NULL)
+		return RCV_MISSING_SIGNATURE;
+	hlen = strlen(h);
+	trim(&h, &hlen);
+	if (hlen < plen || strncmp(h, prefix, plen) != 0)
+		return RCV_MALFORMED_SIGNATURE;
+	add_candidate(c, h + plen, hlen - plen, enc);
+	return c->n == 0 ? RCV_MALFORMED_SIGNATURE : RCV_OK;
+}
+
+/*
  * The body-only schemes differ only in header, prefix and encoding, which
  * their rows of the table below give: Shopify (base64), GitHub ("sha256="
  * hex), Razorpay (hex), Checkout.com (hex).  None carries a signed
@@ -319,23 +370,14 @@ static rcv_verify_result
 verify_body_only(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
 				 const unsigned char *body, size_t len, time_t now)
 {
-	const char *h = rcv_header_get(hdrs, nhdrs, v->scheme->sig_header);
-	const char *prefix = v->scheme->sig_prefix;
-	size_t		plen = strlen(prefix);
-	size_t		hlen;
 	candidates	c = {.n = 0};
 	seg			segs[1];
+	rcv_verify_result r = prefixed_signature(rcv_header_get(hdrs, nhdrs, v->scheme->sig_header),
+											 v->scheme->sig_prefix, v->scheme->sig_encoding, &c);
 
 	(void) now;
-	if (h == NULL)
-		return RCV_MISSING_SIGNATURE;
-	hlen = strlen(h);
-	trim(&h, &hlen);
-	if (hlen < plen || strncmp(h, prefix, plen) != 0)
-		return RCV_MALFORMED_SIGNATURE;
-	add_candidate(&c, h + plen, hlen - plen, v->scheme->sig_encoding);
-	if (c.n == 0)
-		return RCV_MALFORMED_SIGNATURE;
+	if (r != RCV_OK)
+		return r;
 	segs[0] = (seg) {body, len};
 	return match_any(v, segs, 1, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
 }
@@ -380,40 +422,10 @@ static rcv_verify_result
 verify_paddle(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
 			  const unsigned char *body, size_t len, time_t now)
 {
-	const char *h = rcv_header_get(hdrs, nhdrs, "paddle-signature");
-	const char *ts = NULL;
-	size_t		tslen = 0;
-	candidates	c = {.n = 0};
-	rcv_verify_result r;
-	seg			segs[3];
+	static const stamped_list form = {';', "ts=", "h1=", ":"};
 
-	if (h == NULL)
-		return RCV_MISSING_SIGNATURE;
-	for (const char *p = h; *p;)
-	{
-		const char *item = p;
-		size_t		ilen = strcspn(p, ";");
-
-		p += ilen + (p[ilen] == ';');
-		trim(&item, &ilen);
-		if (ilen > 3 && strncmp(item, "ts=", 3) == 0)
-		{
-			if (ts != NULL)
-				return RCV_MALFORMED_SIGNATURE;
-			ts = item + 3;
-			tslen = ilen - 3;
-		}
-		else if (ilen > 3 && strncmp(item, "h1=", 3) == 0)
-			add_candidate(&c, item + 3, ilen - 3, RCV_ENC_HEX);
-	}
-	if (ts == NULL || c.n == 0)
-		return RCV_MALFORMED_SIGNATURE;
-	if ((r = check_timestamp(ts, tslen, v->tolerance, now)) != RCV_OK)
-		return r;
-	segs[0] = (seg) {ts, tslen};
-	segs[1] = (seg) {":", 1};
-	segs[2] = (seg) {body, len};
-	return match_any(v, segs, 3, &c) ? RCV_OK : RCV_BAD_SIGNATURE;
+	return verify_stamped_list(v, &form, rcv_header_get(hdrs, nhdrs, "paddle-signature"),
+							   body, len, now);
 }
 
 /*
@@ -485,26 +497,17 @@ static rcv_verify_result
 verify_hmac(const rcv_verifier *v, const rcv_header *hdrs, int nhdrs,
 			const unsigned char *body, size_t len, time_t now)
 {
-	const char *h = rcv_header_get(hdrs, nhdrs, v->hmac_header);
 	const char *ts = NULL;
 	const char *id = NULL;
-	const char *prefix = v->hmac_prefix ? v->hmac_prefix : "";
-	size_t		plen = strlen(prefix);
-	size_t		hlen;
 	candidates	c = {.n = 0};
-	rcv_verify_result r;
 	seg			segs[MAX_SEGMENTS];
 	int			nsegs;
+	rcv_verify_result r = prefixed_signature(rcv_header_get(hdrs, nhdrs, v->hmac_header),
+											 v->hmac_prefix ? v->hmac_prefix : "",
+											 v->hmac_encoding, &c);
 
-	if (h == NULL)
-		return RCV_MISSING_SIGNATURE;
-	hlen = strlen(h);
-	trim(&h, &hlen);
-	if (hlen < plen || strncmp(h, prefix, plen) != 0)
-		return RCV_MALFORMED_SIGNATURE;
-	add_candidate(&c, h + plen, hlen - plen, v->hmac_encoding);
-	if (c.n == 0)
-		return RCV_MALFORMED_SIGNATURE;
+	if (r != RCV_OK)
+		return r;
 	if (v->hmac_ts_header)
 	{
 		ts = rcv_header_get(hdrs, nhdrs, v->hmac_ts_header);
