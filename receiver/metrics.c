@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct labelled
 {
@@ -89,6 +90,20 @@ observe(histogram *h, double v)
 		}
 	h->count++;
 	h->sum += v;
+}
+
+/*
+ * Seconds since t0 on CLOCK_MONOTONIC: what the latency histograms take
+ * (a delivery's time since it was queued, a batch's since it was sent).
+ */
+double
+rcv_metrics_since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double) (now.tv_sec - t0->tv_sec) +
+		(double) (now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
 void

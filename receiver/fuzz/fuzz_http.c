@@ -3,9 +3,10 @@
  *		libFuzzer harness for the receiver's HTTP request handling: the real
  *		http.c (libevent's evhttp parsing, routing, limits, the read
  *		deadline, verification of each delivery, header encoding, replies)
- *		driven in-process over loopback, with the database side (batch.c)
- *		replaced by a stand-in that commits each delivery on the next loop
- *		turn, or fails it, as the input says.
+ *		driven in-process over loopback, with the database side (batch.h's
+ *		API: batch.c, pipeline.c, dbconn.c) replaced by a stand-in that
+ *		commits each delivery on the next loop turn, or fails it, as the
+ *		input says.
  *
  * Input layout: byte 0 chooses the listener (bit 0: admin), whether the
  * database is ready (bit 1), whether a batch commits (bit 2) and whether
