@@ -69,7 +69,7 @@ is_deeply([ split /\n/, $out ], [
 # sweeps, and their SQL) is explained in troubleshooting.md
 my $trouble = slurp_file('docs/troubleshooting.md');
 my %reason;
-for my $f ((glob "extension/intake*.c"), qw(extension/json_fast.c extension/round.c extension/step.c extension/sweep.c))
+for my $f ((glob "extension/intake*.c"), (glob "extension/sweep*.c"), qw(extension/json_fast.c extension/round.c extension/step.c))
 {
 	$reason{$_} = $f for slurp_file($f) =~ /"([a-z_]+): /g;
 	# intake's refusals are named in a table and begin their reasons
