@@ -22,6 +22,12 @@
  * without blocking the other.  Marking the object's events uses SKIP LOCKED
  * as well, so no claimer ever waits on another's row locks (no deadlock);
  * an event skipped that way stays pending for the next claim.
+ *
+ * The steps of a claim are the same for every release's schema this
+ * library serves; what differs is data, a WiClaimPlans and a WiClaimScan
+ * (compat.h): the statements, and how far the scan reads.  This release's
+ * come from here; a database still at 0.1.0 gets that release's from
+ * compat_0_1_0_claim.c, which calls nothing of this file.
  */
 #include "postgres.h"
 
@@ -66,11 +72,14 @@ typedef struct ScanFloor
 static ScanFloor claim_floor;	/* claim()'s scan */
 static ScanFloor local_floor;	/* _local_candidates()'s scan */
 
+/* This release's statements (prepare_claim_plans()). */
 static SPIPlanPtr candidates_plan = NULL;
 static SPIPlanPtr candidates_nolocal_plan = NULL;
 static SPIPlanPtr local_plan = NULL;
 static SPIPlanPtr lease_plan = NULL;
 static SPIPlanPtr mark_plan = NULL;
+
+/* What every release's schema runs with the same SQL. */
 static SPIPlanPtr unlease_plan = NULL;
 
 typedef struct Candidate
@@ -81,6 +90,15 @@ typedef struct Candidate
 	char	   *object_type;
 	char	   *object_id;
 } Candidate;
+
+/* claim()'s arguments, read and checked by read_claim() */
+typedef struct ClaimArgs
+{
+	char	   *worker;
+	int32		max_objects;
+	Interval   *lease;
+	Interval   *fetch_delay;
+} ClaimArgs;
 
 static void
 prepare_claim_plans(void)
@@ -186,34 +204,33 @@ prepare_claim_plans(void)
 			"  updated_at = now() FROM e WHERE i.id = e.id RETURNING i.claim_token, i.id, i.strategy) "
 			"SELECT claim_token, id, strategy FROM u ORDER BY claim_token, id", 5, t);
 	}
-	{
-		Oid			t[1] = {INT8ARRAYOID};
+}
 
-		unlease_plan = wi_keep_plan(
-			"DELETE FROM webhook_inbox.object_leases WHERE token = ANY ($1)", 1, t);
-	}
+/* The statements of every release's schema; inside SPI. */
+static void
+prepare_shared_plans(void)
+{
+	Oid			t[1] = {INT8ARRAYOID};
+
+	if (unlease_plan != NULL)
+		return;
+	unlease_plan = wi_keep_plan("DELETE FROM webhook_inbox.object_leases WHERE token = ANY ($1)", 1, t);
 }
 
 /*
- * Candidates: up to want distinct objects in order of their oldest due
- * event, by one of the scans above, read a page of want rows at a time (an
- * object may have many) until there are enough, the due events run out or
- * 32 rows per object asked for were read.  Every row read costs its probes
- * of the object's events and lease, so a page is no larger than what is
- * wanted.  Inside SPI; the candidates are allocated in the caller's SPI
- * context.
+ * Candidates: up to scan->want distinct objects in order of their oldest
+ * due event, by plan (a statement of WiClaimPlans.candidates' form), from
+ * inbox id after on, read scan->page rows at a time (an object may have
+ * many) until there are enough, the due events run out or scan->limit rows
+ * were read.  *first_id is the first row's inbox id, 0 if none.  Inside
+ * SPI; the candidates are allocated in the caller's SPI context.
  */
 static int
-scan_candidates(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objects, int want,
-				Interval *fetch_delay, Candidate **out)
+scan_candidates(SPIPlanPtr plan, int64 after, const WiClaimScan *scan, Interval *fetch_delay,
+				Candidate **out, int64 *first_id)
 {
-	int			page = want;
-	int			limit = max_objects * 32;
-	TimestampTz now = GetCurrentTimestamp();
-	bool		full = !use_floor ||
-		TimestampDifferenceExceeds(floor->at, now, SCAN_FLOOR_TTL_MS);
-	int64		after = full ? 0 : floor->id;
-	int64		first_id = 0;
+	int			want = scan->want;
+	int			page = scan->page;
 	int			scanned = 0;
 	int			ncands = 0;
 	Candidate  *cands = palloc(sizeof(Candidate) * (want + 1));
@@ -226,7 +243,8 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objec
 		int			cand;		/* 1 + its index in cands; 0: free */
 	}		   *slots = palloc0(sizeof(*slots) * nslots);
 
-	while (ncands < want && scanned < limit)
+	*first_id = 0;
+	while (ncands < want && scanned < scan->limit)
 	{
 		Datum		a[3] = {Int32GetDatum(page), Int64GetDatum(after), IntervalPGetDatum(fetch_delay)};
 		uint64		got;
@@ -253,8 +271,8 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objec
 			c.object_id = SPI_getvalue(tup, desc, 4);
 			c.tenant = SPI_getvalue(tup, desc, 6);
 			after = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
-			if (first_id == 0)
-				first_id = after;
+			if (*first_id == 0)
+				*first_id = after;
 			/* seen already?  Open addressing on the object's hash */
 			h = hash_bytes_extended((const unsigned char *) c.object_id, strlen(c.object_id),
 									hash_bytes_extended((const unsigned char *) c.object_type,
@@ -282,6 +300,29 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objec
 		if (got < (uint64) page)
 			break;
 	}
+	*out = cands;
+	return ncands;
+}
+
+/*
+ * This release's scans: up to want candidates, read a page of want rows at
+ * a time until 32 rows per object asked for were read (every row read costs
+ * its probes of the object's events and lease, so a page is no larger than
+ * what is wanted).  With use_floor the scan starts at floor, unless a full
+ * scan is due; every full scan sets the floor, every other one raises it.
+ */
+static int
+scan_from_floor(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objects, int want,
+				Interval *fetch_delay, Candidate **out)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	bool		full = !use_floor ||
+		TimestampDifferenceExceeds(floor->at, now, SCAN_FLOOR_TTL_MS);
+	WiClaimScan scan = {.want = want, .page = want, .limit = max_objects * 32};
+	int64		first_id;
+	int			ncands;
+
+	ncands = scan_candidates(plan, full ? 0 : floor->id, &scan, fetch_delay, out, &first_id);
 	if (full)
 	{
 		floor->id = first_id > 0 ? first_id - 1 : 0;
@@ -289,7 +330,6 @@ scan_candidates(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objec
 	}
 	else if (first_id > 0)
 		floor->id = Max(floor->id, first_id - 1);
-	*out = cands;
 	return ncands;
 }
 
@@ -346,76 +386,70 @@ wi_claim_worker(PG_FUNCTION_ARGS)
 }
 
 /*
- * Both entry points: arguments 0-2 are worker, max_objects and lease;
- * claim()'s argument 3 is its fetch_delay.
+ * Read claim()'s arguments 0-2 (worker, max_objects, lease) into a, and
+ * its fetch_delay: fetch_delay if given, else the setting's.  Raises for
+ * the missing or invalid ones.  Outside SPI.
  */
-static Datum
-claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
+static void
+read_claim(FunctionCallInfo fcinfo, Interval *fetch_delay, ClaimArgs *a)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *worker;
-	int32		max_objects;
-	Interval   *lease;
-	Interval   *fetch_delay;
-	Candidate  *cands;
-	int			ncands = 0;
-	int			claimed = 0;
-	int			rc;
-
-	/* a database still at 0.1.0: that release's claim on its tables */
-	if (wi_schema() == WI_SCHEMA_0_1_0)
-		return wi_compat_0_1_0_claim(fcinfo);
-
 	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("worker, max_objects and lease must not be null")));
-	worker = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	max_objects = PG_GETARG_INT32(1);
-	lease = PG_GETARG_INTERVAL_P(2);
-	if (mode == CLAIM_SQL && PG_NARGS() > 3 && !PG_ARGISNULL(3))
-		fetch_delay = PG_GETARG_INTERVAL_P(3);
+	a->worker = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	a->max_objects = PG_GETARG_INT32(1);
+	a->lease = PG_GETARG_INTERVAL_P(2);
+	if (fetch_delay != NULL)
+		a->fetch_delay = fetch_delay;
 	else
 	{
-		fetch_delay = palloc0(sizeof(Interval));
-		fetch_delay->time = (int64) wi_fetch_delay_ms * 1000;
+		a->fetch_delay = palloc0(sizeof(Interval));
+		a->fetch_delay->time = (int64) wi_fetch_delay_ms * 1000;
 	}
-	if (fetch_delay->month != 0 || fetch_delay->day != 0 || fetch_delay->time < 0 ||
-		fetch_delay->time > (int64) 600 * USECS_PER_SEC)
+	if (a->fetch_delay->month != 0 || a->fetch_delay->day != 0 || a->fetch_delay->time < 0 ||
+		a->fetch_delay->time > (int64) 600 * USECS_PER_SEC)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("fetch_delay must be between 0 and 10 minutes")));
-	if (worker[0] == '\0')
+	if (a->worker[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("worker name must not be empty"),
 				 errhint("Name the worker so that object_leases shows who holds a claim.")));
-	if (max_objects < 1 || max_objects > 10000)
+	if (a->max_objects < 1 || a->max_objects > 10000)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_objects must be between 1 and 10000"),
-				 errdetail("The value given was %d.", max_objects)));
-	if (lease->month != 0 || lease->day < 0 || lease->time < 0 ||
-		(lease->day == 0 && lease->time < USECS_PER_SEC / 10) ||
-		lease->day > 1 || (lease->day == 1 && lease->time > 0))
+				 errdetail("The value given was %d.", a->max_objects)));
+	if (a->lease->month != 0 || a->lease->day < 0 || a->lease->time < 0 ||
+		(a->lease->day == 0 && a->lease->time < USECS_PER_SEC / 10) ||
+		a->lease->day > 1 || (a->lease->day == 1 && a->lease->time > 0))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lease must be between 100 milliseconds and 1 day")));
+}
 
-	InitMaterializedSRF(fcinfo, 0);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	prepare_claim_plans();
-
-	/*
-	 * A quarter more candidates than objects asked for: some may be taken
-	 * by concurrent claimers meanwhile (the lease step takes max_objects of
-	 * the free ones).
-	 */
-	ncands = scan_candidates(mode == CLAIM_WORKER_AFTER_LOCAL ? candidates_nolocal_plan : candidates_plan,
-							 &claim_floor, mode != CLAIM_SQL,
-							 max_objects, max_objects + max_objects / 4 + 1, fetch_delay, &cands);
+/*
+ * Lease up to a->max_objects of the candidates, mark their due events
+ * under one release's statements, give back the leases whose events were
+ * all taken meanwhile, and put a row per claim into rsinfo's tuplestore.
+ * Inside SPI; returns the number of claims.
+ *
+ * The tenants go to the statements as their last parameter and into the
+ * row as its last column: a release whose schema has none (0.1.0) declares
+ * no such parameter, and its claim() returns no such column (the row is
+ * formed of the columns rsinfo->setDesc has).
+ */
+static int
+take_claims(const WiClaimPlans *plans, const ClaimArgs *a, Candidate *cands, int ncands,
+			ReturnSetInfo *rsinfo)
+{
+	char	   *worker = a->worker;
+	int32		max_objects = a->max_objects;
+	Interval   *lease = a->lease;
+	int			claimed = 0;
+	int			rc;
 
 	if (ncands > 0)
 	{
@@ -449,7 +483,8 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 		la[4] = CStringGetTextDatum(worker);
 		la[5] = IntervalPGetDatum(lease);
 		la[6] = PointerGetDatum(construct_array(tens, ncands, TEXTOID, -1, false, TYPALIGN_INT));
-		rc = SPI_execute_plan(lease_plan, la, NULL, false, 0);
+		Assert(SPI_getargcount(plans->lease) <= lengthof(la));
+		rc = SPI_execute_plan(plans->lease, la, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "webhook_inbox: taking leases failed: %s", SPI_result_code_string(rc));
 		nleases = (int) SPI_processed;
@@ -492,7 +527,8 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 			ma[2] = PointerGetDatum(construct_array(lt, nleases, TEXTOID, -1, false, TYPALIGN_INT));
 			ma[3] = PointerGetDatum(construct_array(lo, nleases, TEXTOID, -1, false, TYPALIGN_INT));
 			ma[4] = PointerGetDatum(construct_array(ln, nleases, TEXTOID, -1, false, TYPALIGN_INT));
-			rc = SPI_execute_plan(mark_plan, ma, NULL, false, 0);
+			Assert(SPI_getargcount(plans->mark) <= lengthof(ma));
+			rc = SPI_execute_plan(plans->mark, ma, NULL, false, 0);
 			if (rc != SPI_OK_SELECT)
 				elog(ERROR, "webhook_inbox: marking claimed events failed: %s",
 					 SPI_result_code_string(rc));
@@ -546,6 +582,7 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 			values[6] = CStringGetTextDatum(claim_strategy(lstrat[k], lcount[k]));
 			values[7] = lexpires[k];
 			values[8] = CStringGetTextDatum(c->tenant);
+			Assert(rsinfo->setDesc->natts <= CLAIM_COLUMNS);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 			claimed++;
 		}
@@ -563,6 +600,60 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 				elog(ERROR, "webhook_inbox: giving leases back failed: %s", SPI_result_code_string(rc));
 		}
 	}
+
+	return claimed;
+}
+
+/*
+ * Both entry points: arguments 0-2 are worker, max_objects and lease;
+ * claim()'s argument 3 is its fetch_delay.  A database still at 0.1.0 is
+ * claimed from by the same steps with that release's statements and scan
+ * (compat_0_1_0_claim.c), in full: no background worker runs on it, and
+ * its claim() is the only entry point its schema binds here.
+ */
+static Datum
+claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		at_0_1_0 = wi_schema() == WI_SCHEMA_0_1_0;
+	ClaimArgs	a;
+	WiClaimPlans plans;
+	Candidate  *cands;
+	int			ncands;
+
+	read_claim(fcinfo, mode == CLAIM_SQL && PG_NARGS() > 3 && !PG_ARGISNULL(3) ?
+			   PG_GETARG_INTERVAL_P(3) : NULL, &a);
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	prepare_shared_plans();
+	if (at_0_1_0)
+	{
+		/* a database still at 0.1.0: that release's statements and scan */
+		WiClaimScan scan;
+		int64		first_id;
+
+		plans = *wi_compat_0_1_0_claim_plans(a.max_objects, &scan);
+		ncands = scan_candidates(plans.candidates, 0, &scan, a.fetch_delay, &cands, &first_id);
+	}
+	else
+	{
+		prepare_claim_plans();
+		plans.candidates = mode == CLAIM_WORKER_AFTER_LOCAL ? candidates_nolocal_plan : candidates_plan;
+		plans.lease = lease_plan;
+		plans.mark = mark_plan;
+
+		/*
+		 * A quarter more candidates than objects asked for: some may be
+		 * taken by concurrent claimers meanwhile (the lease step takes
+		 * max_objects of the free ones).
+		 */
+		ncands = scan_from_floor(plans.candidates, &claim_floor, mode != CLAIM_SQL, a.max_objects,
+								 a.max_objects + a.max_objects / 4 + 1, a.fetch_delay, &cands);
+	}
+	take_claims(&plans, &a, cands, ncands, rsinfo);
 
 	SPI_finish();
 	return (Datum) 0;
@@ -595,7 +686,7 @@ wi_local_candidates(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
-	ncands = scan_candidates(local_plan, &local_floor, scan_floor, max_objects, max_objects * 2, unused,
+	ncands = scan_from_floor(local_plan, &local_floor, scan_floor, max_objects, max_objects * 2, unused,
 							 &cands);
 	for (int k = 0; k < ncands; k++)
 	{

@@ -10,10 +10,13 @@
  * someone runs ALTER EXTENSION webhook_inbox UPDATE.  Intake must not stop
  * meanwhile (every delivery would be answered 503), so each entry point
  * that an earlier release's SQL binds asks wi_schema() first and, for an
- * earlier schema, runs that release's own code on its own tables
- * (compat_0_1_0.c for 0.1.0).  Entry points without such a path (the ones
- * the background worker's work needs: sweep_now, run_effects) refuse with
- * the command to run; the worker itself waits (worker.c).
+ * earlier schema, runs that release's behaviour on its own tables: its own
+ * code, or this release's steps with its statements where the steps are the
+ * same (compat_0_1_0_intake.c, compat_0_1_0_claim.c and
+ * compat_0_1_0_guard.c for 0.1.0; see compat.h).  Entry points without such
+ * a path (the ones the background worker's work needs: sweep_now,
+ * run_effects) refuse with the command to run; the worker itself waits
+ * (worker.c).
  *
  * The answer is cached per backend: a lookup of pg_extension per call
  * would cost every delivery an index scan.  The syscache on pg_extension's

@@ -12,6 +12,12 @@
  * A save made under a claim carries the claim's fencing token; it is refused
  * ('fenced') once another claim has taken the object over, so a slow worker
  * whose lease expired can never overwrite a newer save.
+ *
+ * The steps of a save are the same for every release's schema this library
+ * serves; what differs is data, a WiGuardPlans (compat.h): the statements
+ * that name the object's row by its key and ask the fence, and the version
+ * rule.  This release's come from here; a database still at 0.1.0 gets that
+ * release's from compat_0_1_0_guard.c, which calls nothing of this file.
  */
 #include "postgres.h"
 
@@ -33,14 +39,32 @@
 PG_FUNCTION_INFO_V1(wi_upsert_object);
 PG_FUNCTION_INFO_V1(wi_version_guard);
 
+/* What every release's schema runs with the same SQL. */
 static SPIPlanPtr source_id_plan = NULL;
-static SPIPlanPtr fence_plan = NULL;
-static SPIPlanPtr rule_plan = NULL;
 static SPIPlanPtr insert_plan = NULL;
-static SPIPlanPtr lock_plan = NULL;
-static SPIPlanPtr update_plan = NULL;
 static SPIPlanPtr transition_plan = NULL;
-static SPIPlanPtr delete_plan = NULL;
+
+/* This release's statements and rule (prepare_guard_plans()). */
+static WiGuardPlans guard_plans;
+static SPIPlanPtr rule_plan = NULL;
+
+/* upsert_object()'s arguments, read and checked by read_upsert() */
+typedef struct Upsert
+{
+	char	   *source;
+	char	   *object_type;
+	char	   *object_id;
+	bool		has_version;
+	Datum		version;		/* numeric */
+	char	   *status;
+	Jsonb	   *state;
+	bool		has_token;
+	int64		token;
+	bool		deleted;
+	char	   *cause;
+	bool		has_event;
+	int64		event_id;
+} Upsert;
 
 /*
  * The outcome _version_rule() named, as this file's constant (the name SPI
@@ -58,8 +82,23 @@ rule_outcome(const char *name)
 	return NULL;				/* keep the compiler quiet */
 }
 
+/* This release's version rule: asked where every path asks it, _version_rule(). */
+static const char *
+version_rule_sql(const WiVersionFacts *f)
+{
+	Datum		a[6] = {BoolGetDatum(f->fresh), f->version, f->old_version, BoolGetDatum(f->deleted),
+	BoolGetDatum(f->old_deleted), BoolGetDatum(f->same_content)};
+	char		n[6] = {' ', f->has_version ? ' ' : 'n', f->old_has_version ? ' ' : 'n', ' ', ' ', ' '};
+	int			rc = SPI_execute_plan(rule_plan, a, n, true, 1);
+
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "webhook_inbox: the version rule failed: %s", SPI_result_code_string(rc));
+	return rule_outcome(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/* The statements of every release's schema; inside SPI. */
 static void
-prepare_guard_plans(void)
+prepare_shared_plans(void)
 {
 	Oid			key[3] = {INT4OID, TEXTOID, TEXTOID};
 
@@ -70,39 +109,9 @@ prepare_guard_plans(void)
 
 		source_id_plan = wi_keep_plan("SELECT id FROM webhook_inbox.sources WHERE name = $1", 1, t);
 	}
-	{
-		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, INT8OID};
-
-		/* the one fence check, in SQL: _fenced() */
-		fence_plan = wi_keep_plan("SELECT webhook_inbox._fenced($1, '', $2, $3, $4)", 4, t);
-	}
-	{
-		Oid			t[6] = {BOOLOID, NUMERICOID, NUMERICOID, BOOLOID, BOOLOID, BOOLOID};
-
-		/* the one version rule, in SQL: _version_rule() */
-		rule_plan = wi_keep_plan("SELECT webhook_inbox._version_rule($1, $2, $3, $4, $5, $6)", 6, t);
-	}
 	insert_plan = wi_keep_plan(
 		"INSERT INTO webhook_inbox.objects (source_id, object_type, object_id) "
 		"VALUES ($1, $2, $3) ON CONFLICT DO NOTHING", 3, key);
-	delete_plan = wi_keep_plan(
-		"DELETE FROM webhook_inbox.objects WHERE source_id = $1 AND tenant = '' AND object_type = $2 "
-		"AND object_id = $3", 3, key);
-	lock_plan = wi_keep_plan(
-		"SELECT status, version, state, deleted, (status IS NULL AND version IS NULL "
-		"AND state IS NULL AND NOT deleted) AS fresh FROM webhook_inbox.objects "
-		"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
-	{
-		Oid			t[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, JSONBOID, BOOLOID,
-		INT8OID, INT8OID};
-
-		update_plan = wi_keep_plan(
-			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = coalesce($5, version), "
-			"state = coalesce($6, state), deleted = $7, tombstone_pending_since = NULL, "
-			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
-			"updated_at = now() "
-			"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3", 9, t);
-	}
 	{
 		Oid			t[8] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, TEXTOID,
 		INT8OID};
@@ -114,6 +123,53 @@ prepare_guard_plans(void)
 	}
 }
 
+/*
+ * This release's statements (the empty tenant's row) and its rule; inside
+ * SPI.  Prepared by the first save on this release's schema: 0.1.0's has
+ * neither _fenced() nor _version_rule().
+ */
+static const WiGuardPlans *
+prepare_guard_plans(void)
+{
+	Oid			key[3] = {INT4OID, TEXTOID, TEXTOID};
+
+	if (guard_plans.lock != NULL)
+		return &guard_plans;
+	{
+		Oid			t[4] = {INT4OID, TEXTOID, TEXTOID, INT8OID};
+
+		/* the one fence check, in SQL: _fenced() */
+		guard_plans.fence = wi_keep_plan("SELECT webhook_inbox._fenced($1, '', $2, $3, $4)", 4, t);
+	}
+	{
+		Oid			t[6] = {BOOLOID, NUMERICOID, NUMERICOID, BOOLOID, BOOLOID, BOOLOID};
+
+		/* the one version rule, in SQL: _version_rule() */
+		rule_plan = wi_keep_plan("SELECT webhook_inbox._version_rule($1, $2, $3, $4, $5, $6)", 6, t);
+	}
+	guard_plans.remove = wi_keep_plan(
+		"DELETE FROM webhook_inbox.objects WHERE source_id = $1 AND tenant = '' AND object_type = $2 "
+		"AND object_id = $3", 3, key);
+	{
+		Oid			t[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, JSONBOID, BOOLOID,
+		INT8OID, INT8OID};
+
+		guard_plans.update = wi_keep_plan(
+			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = coalesce($5, version), "
+			"state = coalesce($6, state), deleted = $7, tombstone_pending_since = NULL, "
+			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
+			"updated_at = now() "
+			"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3", 9, t);
+	}
+	guard_plans.rule = version_rule_sql;
+	/* last: its being set says the others are */
+	guard_plans.lock = wi_keep_plan(
+		"SELECT status, version, state, deleted, (status IS NULL AND version IS NULL "
+		"AND state IS NULL AND NOT deleted) AS fresh FROM webhook_inbox.objects "
+		"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
+	return &guard_plans;
+}
+
 static bool
 cstr_equal(const char *a, const char *b)
 {
@@ -123,32 +179,50 @@ cstr_equal(const char *a, const char *b)
 }
 
 /*
- * upsert_object(source, object_type, object_id, version, status, state,
- *				 claim_token, deleted, cause, event_id) returns text
- *
- * version NULL means "the provider's current state" (a fetch, or a
- * tombstone without a version): it replaces what is stored, guarded only by
- * the fencing token.  Returns applied, duplicate, stale, tie or fenced.
- * A status change is recorded in transitions in the same transaction.
- * It saves the empty tenant's object (a source with one account); the
- * worker saves a tenant's objects through _save_presents().
+ * Read upsert_object()'s arguments into u, raising for the missing or
+ * invalid ones.  Outside SPI; the strings are palloc'd in the caller's
+ * context.
  */
-Datum
-wi_upsert_object(PG_FUNCTION_ARGS)
+static void
+read_upsert(FunctionCallInfo fcinfo, Upsert *u)
 {
-	char	   *source;
-	char	   *object_type;
-	char	   *object_id;
-	bool		has_version = !PG_ARGISNULL(3);
-	Datum		version = has_version ? PG_GETARG_DATUM(3) : (Datum) 0;
-	char	   *status = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
-	Jsonb	   *state = PG_ARGISNULL(5) ? NULL : PG_GETARG_JSONB_P(5);
-	bool		has_token = !PG_ARGISNULL(6);
-	int64		token = has_token ? PG_GETARG_INT64(6) : 0;
-	bool		deleted = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
-	char	   *cause = PG_ARGISNULL(8) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(8));
-	bool		has_event = !PG_ARGISNULL(9);
-	int64		event_id = has_event ? PG_GETARG_INT64(9) : 0;
+	u->has_version = !PG_ARGISNULL(3);
+	u->version = u->has_version ? PG_GETARG_DATUM(3) : (Datum) 0;
+	u->status = PG_ARGISNULL(4) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(4));
+	u->state = PG_ARGISNULL(5) ? NULL : PG_GETARG_JSONB_P(5);
+	u->has_token = !PG_ARGISNULL(6);
+	u->token = u->has_token ? PG_GETARG_INT64(6) : 0;
+	u->deleted = PG_ARGISNULL(7) ? false : PG_GETARG_BOOL(7);
+	u->cause = PG_ARGISNULL(8) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(8));
+	u->has_event = !PG_ARGISNULL(9);
+	u->event_id = u->has_event ? PG_GETARG_INT64(9) : 0;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source, object_type and object_id must not be null")));
+	u->source = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	u->object_type = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	u->object_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	if (u->object_type[0] == '\0' || u->object_id[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("object_type and object_id must not be empty")));
+	if (u->has_version && numeric_is_nan(DatumGetNumeric(u->version)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("version must be a number, not NaN")));
+}
+
+/*
+ * The save of u under one release's statements and rule: lock the
+ * object's row (made if missing), refuse a fenced save, weigh the versions,
+ * and write the object and its status change.  Inside SPI; returns the
+ * outcome as a constant string, valid after SPI_finish().
+ */
+static const char *
+save_object(const Upsert *u, const WiGuardPlans *plans)
+{
 	int32		source_id;
 	Datum		key[3];
 	bool		isnull;
@@ -165,51 +239,27 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 	bool		same_content;
 	const char *result;
 
-	/* a database still at 0.1.0: that release's upsert on its tables */
-	if (wi_schema() == WI_SCHEMA_0_1_0)
-		return wi_compat_0_1_0_upsert_object(fcinfo);
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1) || PG_ARGISNULL(2))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("source, object_type and object_id must not be null")));
-	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	object_type = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	object_id = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	if (object_type[0] == '\0' || object_id[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("object_type and object_id must not be empty")));
-	if (has_version && numeric_is_nan(DatumGetNumeric(version)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("version must be a number, not NaN")));
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "webhook_inbox: SPI_connect failed");
-	prepare_guard_plans();
-
 	{
-		Datum		a[1] = {CStringGetTextDatum(source)};
+		Datum		a[1] = {CStringGetTextDatum(u->source)};
 
 		rc = SPI_execute_plan(source_id_plan, a, NULL, true, 1);
 		if (rc != SPI_OK_SELECT || SPI_processed == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("source \"%s\" does not exist", source),
+					 errmsg("source \"%s\" does not exist", u->source),
 					 errhint("Create it with webhook_inbox.create_source().")));
 		source_id = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 												&isnull));
 	}
 	key[0] = Int32GetDatum(source_id);
-	key[1] = CStringGetTextDatum(object_type);
-	key[2] = CStringGetTextDatum(object_id);
+	key[1] = CStringGetTextDatum(u->object_type);
+	key[2] = CStringGetTextDatum(u->object_id);
 
 	/* lock the object's row first, so the fence check and the save agree */
 	rc = SPI_execute_plan(insert_plan, key, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "webhook_inbox: creating the object row failed: %s", SPI_result_code_string(rc));
-	rc = SPI_execute_plan(lock_plan, key, NULL, false, 1);
+	rc = SPI_execute_plan(plans->lock, key, NULL, false, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "webhook_inbox: locking the object row failed: %s", SPI_result_code_string(rc));
 	tup = SPI_tuptable->vals[0];
@@ -229,45 +279,47 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 	old_deleted = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 	fresh = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 
-	if (has_token)
+	if (u->has_token)
 	{
-		Datum		a[4] = {key[0], key[1], key[2], Int64GetDatum(token)};
+		Datum		a[4] = {key[0], key[1], key[2], Int64GetDatum(u->token)};
 
-		rc = SPI_execute_plan(fence_plan, a, NULL, true, 1);
+		rc = SPI_execute_plan(plans->fence, a, NULL, true, 1);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "webhook_inbox: fence check failed: %s", SPI_result_code_string(rc));
 		if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
 		{
 			/* leave no empty row behind for an object this save never saw */
 			if (fresh)
-				SPI_execute_plan(delete_plan, key, NULL, false, 0);
-			SPI_finish();
-			PG_RETURN_TEXT_P(cstring_to_text("fenced"));
+				SPI_execute_plan(plans->remove, key, NULL, false, 0);
+			return "fenced";
 		}
 	}
 
-	same_content = !fresh && old_deleted == deleted &&
-		(status == NULL || cstr_equal(status, old_status)) &&
-		(state == NULL || (old_has_state &&
-						   compareJsonbContainers(&state->root, &old_state->root) == 0));
+	same_content = !fresh && old_deleted == u->deleted &&
+		(u->status == NULL || cstr_equal(u->status, old_status)) &&
+		(u->state == NULL || (old_has_state &&
+							  compareJsonbContainers(&u->state->root, &old_state->root) == 0));
 
-	/* the version rule, asked where every path asks it: _version_rule() */
 	{
-		Datum		a[6] = {BoolGetDatum(fresh), version, old_version, BoolGetDatum(deleted),
-		BoolGetDatum(old_deleted), BoolGetDatum(same_content)};
-		char		n[6] = {' ', has_version ? ' ' : 'n', old_has_version ? ' ' : 'n', ' ', ' ', ' '};
+		WiVersionFacts facts = {
+			.fresh = fresh,
+			.has_version = u->has_version,
+			.version = u->version,
+			.old_has_version = old_has_version,
+			.old_version = old_version,
+			.deleted = u->deleted,
+			.old_deleted = old_deleted,
+			.same_content = same_content,
+		};
 
-		rc = SPI_execute_plan(rule_plan, a, n, true, 1);
-		if (rc != SPI_OK_SELECT || SPI_processed != 1)
-			elog(ERROR, "webhook_inbox: the version rule failed: %s", SPI_result_code_string(rc));
-		result = rule_outcome(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+		result = plans->rule(&facts);
 	}
 
 	if (strcmp(result, "applied") == 0)
 	{
 		Datum		ua[9];
 		char		un[9];
-		const char *new_status = deleted && status == NULL ? NULL : status;
+		const char *new_status = u->deleted && u->status == NULL ? NULL : u->status;
 
 		memset(un, ' ', sizeof(un));
 		ua[0] = key[0];
@@ -275,30 +327,30 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 		ua[2] = key[2];
 		ua[3] = new_status ? CStringGetTextDatum(new_status) : (Datum) 0;
 		un[3] = new_status ? ' ' : 'n';
-		ua[4] = version;
-		un[4] = has_version ? ' ' : 'n';
-		ua[5] = state ? JsonbPGetDatum(state) : (Datum) 0;
-		un[5] = state ? ' ' : 'n';
-		ua[6] = BoolGetDatum(deleted);
-		ua[7] = Int64GetDatum(token);
-		un[7] = has_token ? ' ' : 'n';
-		ua[8] = Int64GetDatum(event_id);
-		un[8] = has_event ? ' ' : 'n';
-		rc = SPI_execute_plan(update_plan, ua, un, false, 0);
+		ua[4] = u->version;
+		un[4] = u->has_version ? ' ' : 'n';
+		ua[5] = u->state ? JsonbPGetDatum(u->state) : (Datum) 0;
+		un[5] = u->state ? ' ' : 'n';
+		ua[6] = BoolGetDatum(u->deleted);
+		ua[7] = Int64GetDatum(u->token);
+		un[7] = u->has_token ? ' ' : 'n';
+		ua[8] = Int64GetDatum(u->event_id);
+		un[8] = u->has_event ? ' ' : 'n';
+		rc = SPI_execute_plan(plans->update, ua, un, false, 0);
 		if (rc != SPI_OK_UPDATE)
 			elog(ERROR, "webhook_inbox: saving the object failed: %s", SPI_result_code_string(rc));
 
 		/* record the status change, a deletion counting as one */
 		{
-			const char *to = deleted ? "deleted" : new_status;
+			const char *to = u->deleted ? "deleted" : new_status;
 			const char *from = old_deleted ? "deleted" : old_status;
 
 			if (to != NULL && !cstr_equal(from, to))
 			{
 				Datum		ta[8];
 				char		tn[8];
-				char	   *cause_text = cause ? cause :
-					(has_event ? psprintf("event " INT64_FORMAT, event_id) : pstrdup("upsert"));
+				char	   *cause_text = u->cause ? u->cause :
+					(u->has_event ? psprintf("event " INT64_FORMAT, u->event_id) : pstrdup("upsert"));
 
 				memset(tn, ' ', sizeof(tn));
 				ta[0] = key[0];
@@ -307,11 +359,11 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 				ta[3] = from ? CStringGetTextDatum(from) : (Datum) 0;
 				tn[3] = from ? ' ' : 'n';
 				ta[4] = CStringGetTextDatum(to);
-				ta[5] = version;
-				tn[5] = has_version ? ' ' : 'n';
+				ta[5] = u->version;
+				tn[5] = u->has_version ? ' ' : 'n';
 				ta[6] = CStringGetTextDatum(cause_text);
-				ta[7] = Int64GetDatum(event_id);
-				tn[7] = has_event ? ' ' : 'n';
+				ta[7] = Int64GetDatum(u->event_id);
+				tn[7] = u->has_event ? ' ' : 'n';
 				rc = SPI_execute_plan(transition_plan, ta, tn, false, 0);
 				if (rc != SPI_OK_INSERT)
 					elog(ERROR, "webhook_inbox: recording a transition failed: %s",
@@ -322,6 +374,36 @@ wi_upsert_object(PG_FUNCTION_ARGS)
 	else if (fresh)
 		elog(ERROR, "webhook_inbox: unreachable upsert state");
 
+	return result;
+}
+
+/*
+ * upsert_object(source, object_type, object_id, version, status, state,
+ *				 claim_token, deleted, cause, event_id) returns text
+ *
+ * version NULL means "the provider's current state" (a fetch, or a
+ * tombstone without a version): it replaces what is stored, guarded only by
+ * the fencing token.  Returns applied, duplicate, stale, tie or fenced.
+ * A status change is recorded in transitions in the same transaction.
+ * It saves the empty tenant's object (a source with one account); the
+ * worker saves a tenant's objects through _save_presents().
+ *
+ * A database still at 0.1.0 is saved to by the same steps with that
+ * release's statements and rule (compat_0_1_0_guard.c): its key has no
+ * tenant, and its schema neither _fenced() nor _version_rule().
+ */
+Datum
+wi_upsert_object(PG_FUNCTION_ARGS)
+{
+	bool		at_0_1_0 = wi_schema() == WI_SCHEMA_0_1_0;
+	Upsert		u;
+	const char *result;
+
+	read_upsert(fcinfo, &u);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "webhook_inbox: SPI_connect failed");
+	prepare_shared_plans();
+	result = save_object(&u, at_0_1_0 ? wi_compat_0_1_0_guard_plans() : prepare_guard_plans());
 	SPI_finish();
 	PG_RETURN_TEXT_P(cstring_to_text(result));
 }

@@ -2,7 +2,8 @@
  * intake.h
  *		What the files of intake (intake.c and intake_*.c) share: a
  *		delivery's row, its source, and the steps each file provides.
- *		Private to intake; nothing outside it includes this.
+ *		Private to intake; outside it only 0.1.0's intake
+ *		(compat_0_1_0_intake.c) includes this, for intake_utils.c's helpers.
  */
 #ifndef WI_INTAKE_H
 #define WI_INTAKE_H

@@ -2,7 +2,7 @@
 # of 0.1.0 has: preset routes they edited (one in place, one replaced by a
 # route of their own) and PaymentIntents 0.1.0 mirrored as object_type
 # payment, one with an event still to process.  The 0.1.0 rows are written
-# while the new library is loaded (its 0.1.0 paths, compat_0_1_0.c), as they
+# while the new library is loaded (its 0.1.0 paths, compat_0_1_0_*.c), as they
 # would be between the packages' upgrade and ALTER EXTENSION UPDATE.  After
 # the update:
 #  - the edits are the user's rows: kept, chosen by classification over the
