@@ -1,7 +1,8 @@
 /*
  * batch.h
- *		The database side of the receiver: one libpq connection in pipeline
- *		mode, group commit of deliveries, source loading and reconnection.
+ *		The database side of the receiver: group commit of deliveries over
+ *		--db-connections libpq connections in pipeline mode (pipeline.c,
+ *		dbconn.c), source loading and reconnection.
  */
 #ifndef RCV_BATCH_H
 #define RCV_BATCH_H

@@ -417,12 +417,6 @@ wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin, char 
 	return *origin;
 }
 
-static char *
-shopify_tenant_base(const WiSource *src, const char *tenant, char **origin, char **reason)
-{
-	return wi_shopify_shop_base(src, tenant, origin, reason);
-}
-
 const WiAdapter wi_adapter_shopify = {
 	.kind = "shopify",
 	.type_map = shopify_type_map,
@@ -433,5 +427,5 @@ const WiAdapter wi_adapter_shopify = {
 	.list_body = shopify_list_body,
 	.read_answer = shopify_read_answer,
 	.answer_shape = shopify_answer_shape,
-	.tenant_base = shopify_tenant_base,
+	.tenant_base = wi_shopify_shop_base,
 };
