@@ -157,6 +157,10 @@ COMMENT ON FUNCTION @extschema@._effect_fill(jsonb, jsonb, boolean) IS
 CREATE FUNCTION @extschema@._fire_effects() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
+	/* a restore loads the effects the transitions made with the transitions */
+	IF webhook_inbox._restore_session() THEN
+		RETURN NULL;
+	END IF;
 	INSERT INTO webhook_inbox.effects (effect_key, kind, source_id, tenant, object_type, object_id, transition_id,
 									   rule_id, request, idempotency_key, owner)
 	SELECT k.key, r.kind, t.source_id, t.tenant, t.object_type, t.object_id, t.id, r.id,
@@ -183,7 +187,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._fire_effects() IS
-	'Inserts the effects of the applied transitions of a statement, keyed by (kind, source and tenant, object, transition), their requests filled by _effect_fill(); an effect is made for the transition''s tenant.';
+	'Inserts the effects of the applied transitions of a statement, keyed by (kind, source and tenant, object, transition), their requests filled by _effect_fill(); an effect is made for the transition''s tenant. Not while a restore loads the dump (_restore_session()): its effects come with it.';
 CREATE TRIGGER transitions_fire_effects AFTER INSERT ON @extschema@.transitions
 	REFERENCING NEW TABLE AS new_transitions
 	FOR EACH STATEMENT EXECUTE FUNCTION @extschema@._fire_effects();

@@ -220,6 +220,7 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.object_leases', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.transitions', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.occurrences', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeues', '');
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.tenants', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sources_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.routes_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.inbox_id_seq', '');

@@ -803,3 +803,8 @@ CREATE FUNCTION @extschema@._sources_seal() RETURNS trigger
 LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
 CREATE TRIGGER sources_seal BEFORE INSERT OR UPDATE OF id, signing_secrets, api_token
 	ON @extschema@.sources FOR EACH ROW EXECUTE FUNCTION @extschema@._sources_seal();
+
+-- A dump restores whole: tenants (their statuses and reasons) is dumped;
+-- the triggers that carry out business logic do nothing while a restore
+-- loads the dump (_restore_session(), function bodies re-created below).
+SELECT pg_catalog.pg_extension_config_dump('@extschema@.tenants', '');
