@@ -34,7 +34,10 @@ DATA_built = sql/$(EXTENSION)--$(EXT_VERSION).sql $(UPGRADE_SCRIPTS)
 DATA = $(filter-out $(DATA_built), $(wildcard sql/$(EXTENSION)--*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/extension -I$(srcdir)/include -DEXTVERSION='"$(EXT_VERSION)"'
-PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+# -Wshadow=compatible-local is PGXS's own from 16: on every major, so that
+# 15 refuses what 16 would.
+PG_CFLAGS = -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare \
+	-Wshadow=compatible-local
 SHLIB_LINK = -lcurl -lcrypto
 
 # The three suites: pg_regress, isolation and TAP, each on a private server.
@@ -155,7 +158,7 @@ extension/fuzz/fuzz-intake: extension/fuzz/fuzz_intake.c extension/intake_ids.c 
 		-Wno-missing-field-initializers -Wno-sign-compare -Wno-ignored-attributes -DFRONTEND \
 		-I$(shell $(PG_CONFIG) --includedir-server) -Iextension -Iinclude -o $@ \
 		extension/fuzz/fuzz_intake.c extension/intake_ids.c \
-		-L$(shell $(PG_CONFIG) --pkglibdir) -lpgcommon -lpgport
+		-L$(shell $(PG_CONFIG) --pkglibdir) -L$(shell $(PG_CONFIG) --libdir) -lpgcommon -lpgport
 fuzz-intake: extension/fuzz/fuzz-intake
 	mkdir -p extension/fuzz/corpus
 	ASAN_OPTIONS=detect_leaks=0 ./extension/fuzz/fuzz-intake -max_total_time=$(FUZZ_TIME) -max_len=4096 \

@@ -23,18 +23,23 @@
  * first (wi_bulk_key_exists) and runs the write in a subtransaction whose
  * failure falls back to its ON CONFLICT statement.
  *
- * The executor pieces are PostgreSQL 15's: 16 replaced the range table's
- * permission fields (requiredPerms, ExecCheckRTPerms) with RTEPermissionInfo
- * and gave ExecInitRangeTable() and ExecInsertIndexTuples() new arguments.
- * Built against any other major, wi_bulk_open() always returns NULL, and
- * every caller runs its statement (the path it already takes for a table
- * with triggers), which is correct everywhere, only slower.
+ * The executor pieces differ between majors (RTEPermissionInfo from 16,
+ * the arguments of ExecInitRangeTable(), CheckValidResultRel(),
+ * ExecInsertIndexTuples() and index_beginscan(), virtual generated columns
+ * from 18): pg_compat.h maps each.  Built against a major newer than those
+ * it knows (WI_BULK_EXECUTOR_KNOWN), wi_bulk_open() always returns NULL,
+ * saying so once in the log, and every caller runs its statement (the path
+ * it already takes for a table with triggers), which is correct
+ * everywhere, only slower.
  */
 #include "postgres.h"
 
-#include "bulk.h"
+#include "nodes/parsenodes.h"
 
-#if PG_VERSION_NUM >= 150000 && PG_VERSION_NUM < 160000
+#include "bulk.h"
+#include "pg_compat.h"
+
+#if WI_BULK_EXECUTOR_KNOWN
 
 #include "access/genam.h"
 #include "access/stratnum.h"
@@ -93,7 +98,7 @@ plain_target(Relation rel)
 		return false;
 	if (rel->trigdesc != NULL)
 		return false;
-	if (constr != NULL && constr->has_generated_stored)
+	if (constr != NULL && wi_has_generated_columns(constr))
 		return false;
 	if (check_enable_rls(RelationGetRelid(rel), InvalidOid, true) == RLS_ENABLED)
 		return false;
@@ -252,9 +257,9 @@ prepare(WiBulk *b)
 		b->defexprs[d] = p->defexprs[d] ? ExecInitExpr(p->defexprs[d], NULL) : NULL;
 	if (p->ncheck > 0)
 	{
-		b->rri->ri_ConstraintExprs = palloc(sizeof(ExprState *) * p->ncheck);
+		b->rri->ri_CheckConstraintExprs = palloc(sizeof(ExprState *) * p->ncheck);
 		for (int i = 0; i < p->ncheck; i++)
-			b->rri->ri_ConstraintExprs[i] = ExecInitExpr(p->checks[i], NULL);
+			b->rri->ri_CheckConstraintExprs[i] = ExecInitExpr(p->checks[i], NULL);
 	}
 	for (int i = 0; i < p->nindexes; i++)
 		if (p->predicates[i] != NIL)
@@ -269,6 +274,7 @@ wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, in
 	Oid			relid = get_relname_relid(table, nsp);
 	Relation	rel;
 	RangeTblEntry *rte;
+	RTEPermissionInfo *perminfo;
 	WiBulk	   *b;
 	TupleDesc	desc;
 
@@ -315,17 +321,19 @@ wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, in
 	rte->relid = relid;
 	rte->relkind = rel->rd_rel->relkind;
 	rte->rellockmode = RowExclusiveLock;
-	rte->requiredPerms = ACL_INSERT;
+	perminfo = wi_rte_perminfo(rte, relid);
+	perminfo->requiredPerms = ACL_INSERT;
 	for (int k = 0; k < ncols; k++)
-		rte->insertedCols = bms_add_member(rte->insertedCols,
-										   b->attnums[k] - FirstLowInvalidHeapAttributeNumber);
-	ExecCheckRTPerms(list_make1(rte), true);
+		perminfo->insertedCols = bms_add_member(perminfo->insertedCols,
+												b->attnums[k] - FirstLowInvalidHeapAttributeNumber);
+	ExecCheckPermissions(list_make1(rte), list_make1(perminfo), true);
 
 	b->estate = CreateExecutorState();
-	ExecInitRangeTable(b->estate, list_make1(rte));
+	ExecInitRangeTableCompat(b->estate, list_make1(rte), list_make1(perminfo),
+							 bms_make_singleton(1));
 	b->rri = makeNode(ResultRelInfo);
 	ExecInitResultRelation(b->estate, b->rri, 1);
-	CheckValidResultRel(b->rri, CMD_INSERT);
+	CheckValidResultRelCompat(b->rri, CMD_INSERT);
 	ExecOpenIndices(b->rri, false);
 
 	prepare(b);
@@ -378,8 +386,7 @@ wi_bulk_flush(WiBulk *b)
 	for (int i = 0; i < b->nused; i++)
 	{
 		if (b->rri->ri_NumIndices > 0)
-			list_free(ExecInsertIndexTuples(b->rri, b->slots[i], b->estate,
-											false, false, NULL, NIL));
+			list_free(ExecInsertIndexTuplesForInsert(b->rri, b->slots[i], b->estate));
 		ExecClearTuple(b->slots[i]);
 	}
 	ResetPerTupleExprContext(b->estate);
@@ -439,7 +446,7 @@ key_scan_open(WiBulk *b, const char *index, int nkeys)
 	 */
 	b->keysnap = RegisterSnapshot(IsolationUsesXactSnapshot() ? GetActiveSnapshot() :
 								  GetLatestSnapshot());
-	b->keyscan = index_beginscan(b->rel, irel, b->keysnap, nkeys, 0);
+	b->keyscan = index_beginscan_compat(b->rel, irel, b->keysnap, nkeys, 0);
 }
 
 bool
@@ -458,12 +465,21 @@ wi_bulk_key_exists(WiBulk *b, const char *index, Datum *keys, int nkeys)
 	return found;
 }
 
-#else							/* not PostgreSQL 15 */
+#else							/* not WI_BULK_EXECUTOR_KNOWN */
 
 /* No direct writer: the callers run their statements. */
 WiBulk *
 wi_bulk_open(const char *schema, const char *table, const WiBulkColumn *cols, int ncols)
 {
+	static bool said = false;
+
+	if (!said)
+	{
+		said = true;
+		ereport(LOG,
+				(errmsg("webhook_inbox: no direct writer for PostgreSQL %d, writes run as statements",
+						PG_VERSION_NUM / 10000)));
+	}
 	return NULL;
 }
 
@@ -493,4 +509,4 @@ wi_bulk_key_exists(WiBulk *b, const char *index, Datum *keys, int nkeys)
 	return false;
 }
 
-#endif							/* PG_VERSION_NUM */
+#endif							/* WI_BULK_EXECUTOR_KNOWN */

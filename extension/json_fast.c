@@ -28,6 +28,7 @@
 #include "utils/numeric.h"
 
 #include "json_fast.h"
+#include "pg_compat.h"
 
 typedef struct Reader
 {
@@ -500,41 +501,63 @@ wi_jsonb_fast(const char *data, int len)
  */
 typedef struct BuildState
 {
-	JsonbParseState *parse;
-	JsonbValue *res;
+	JsonbInState in;
+	int			depth;			/* containers open */
+	bool		in_array[WI_JSON_MAX_DEPTH + 2];	/* of each open container */
 } BuildState;
 
 static void
 build_push(BuildState *b, JsonbIteratorToken tok, JsonbValue *v)
 {
-	b->res = pushJsonbValue(&b->parse, tok, v);
+	pushJsonbValueCompat(&b->in, tok, v);
+}
+
+/* Opens a container: its kind is kept, for the scalars inside it. */
+static void
+build_open(BuildState *b, JsonbIteratorToken tok)
+{
+	build_push(b, tok, NULL);
+	/* the scan before the parse bounded the nesting */
+	if (++b->depth <= WI_JSON_MAX_DEPTH + 1)
+		b->in_array[b->depth] = tok == WJB_BEGIN_ARRAY;
 }
 
 static void
+build_close(BuildState *b, JsonbIteratorToken tok)
+{
+	build_push(b, tok, NULL);
+	b->depth--;
+}
+
+static WiJsonAction
 build_object_start(void *state)
 {
-	build_push((BuildState *) state, WJB_BEGIN_OBJECT, NULL);
+	build_open((BuildState *) state, WJB_BEGIN_OBJECT);
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 build_object_end(void *state)
 {
-	build_push((BuildState *) state, WJB_END_OBJECT, NULL);
+	build_close((BuildState *) state, WJB_END_OBJECT);
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 build_array_start(void *state)
 {
-	build_push((BuildState *) state, WJB_BEGIN_ARRAY, NULL);
+	build_open((BuildState *) state, WJB_BEGIN_ARRAY);
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 build_array_end(void *state)
 {
-	build_push((BuildState *) state, WJB_END_ARRAY, NULL);
+	build_close((BuildState *) state, WJB_END_ARRAY);
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 build_field(void *state, char *fname, bool isnull)
 {
 	JsonbValue	v;
@@ -543,6 +566,7 @@ build_field(void *state, char *fname, bool isnull)
 	v.val.string.len = strlen(fname);
 	v.val.string.val = fname;
 	build_push((BuildState *) state, WJB_KEY, &v);
+	WI_JSON_ACTION_DONE;
 }
 
 /*
@@ -551,7 +575,7 @@ build_field(void *state, char *fname, bool isnull)
  * reach numeric_in only after parse_json's scan bounded their digits and exponent,
  * so it cannot raise.
  */
-static void
+static WiJsonAction
 build_scalar(void *state, char *token, JsonTokenType tokentype)
 {
 	BuildState *b = (BuildState *) state;
@@ -584,7 +608,7 @@ build_scalar(void *state, char *token, JsonTokenType tokentype)
 			break;
 	}
 
-	if (b->parse == NULL)
+	if (b->depth == 0)
 	{
 		JsonbValue	va;
 
@@ -595,10 +619,11 @@ build_scalar(void *state, char *token, JsonTokenType tokentype)
 		build_push(b, WJB_ELEM, &v);
 		build_push(b, WJB_END_ARRAY, NULL);
 	}
-	else if (b->parse->contVal.type == jbvArray)
+	else if (b->depth <= WI_JSON_MAX_DEPTH + 1 && b->in_array[b->depth])
 		build_push(b, WJB_ELEM, &v);
 	else
 		build_push(b, WJB_VALUE, &v);
+	WI_JSON_ACTION_DONE;
 }
 
 /*
@@ -671,12 +696,12 @@ wi_jsonb_parse(char *data, int len, char **why)
 	sem.object_field_start = build_field;
 	sem.scalar = build_scalar;
 
-	lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
+	lex = makeJsonLexContextCstringLenCompat(data, len, GetDatabaseEncoding(), true);
 	err = pg_parse_json(lex, &sem);
 	if (err != JSON_SUCCESS)
 	{
 		*why = psprintf("invalid_json: %s", json_errdetail(err, lex));
 		return NULL;
 	}
-	return JsonbValueToJsonb(b.res);
+	return JsonbValueToJsonb(b.in.result);
 }

@@ -25,6 +25,7 @@
 #include "utils/json.h"
 
 #include "jwt.h"
+#include "pg_compat.h"
 
 /* the reason OpenSSL gave for the last failure, for errdetail */
 static const char *
@@ -120,7 +121,7 @@ append_b64url(StringInfo out, const char *data, int len)
 {
 	int			enclen = pg_b64_enc_len(len);
 	char	   *enc = palloc(enclen + 1);
-	int			n = pg_b64_encode(data, len, enc, enclen);
+	int			n = pg_b64_encode((const wi_b64_bytes *) data, len, enc, enclen);
 
 	if (n < 0)
 		elog(ERROR, "webhook_inbox: base64 encoding failed");

@@ -260,13 +260,13 @@ local_xact(void *arg)
 				SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		int32		n;
+		int32		events;
 		WiOutcome	o;
-		Claim	   *c = row_claim(rd, r, &o, &n);
+		Claim	   *c = row_claim(rd, r, &o, &events);
 
 		if (c == NULL)
 			continue;
-		c->counts[o] += n;
+		c->counts[o] += events;
 		if (o == WI_OUT_NEED_FETCH)
 			c->need_fetch = true;
 	}
@@ -477,9 +477,9 @@ save_xact(void *arg)
 				8, t, v, NULL, SPI_OK_SELECT);
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
-		int32		n;
+		int32		events;
 		WiOutcome	o;
-		Claim	   *c = row_claim(rd, r, &o, &n);
+		Claim	   *c = row_claim(rd, r, &o, &events);
 
 		if (c != NULL)
 		{

@@ -41,6 +41,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 
+#include "pg_compat.h"
 #include "seal.h"
 #include "webhook_inbox_hex.h"
 
@@ -383,7 +384,7 @@ text_sealed_bytes(const char *v, size_t len, const char *context)
 	bytea	   *out = palloc(VARHDRSZ + maxlen);
 	int			n;
 
-	n = pg_b64_decode(b64, b64len, VARDATA(out), maxlen);
+	n = pg_b64_decode(b64, b64len, (wi_b64_bytes *) VARDATA(out), maxlen);
 	if (n < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
@@ -450,7 +451,8 @@ wi_seal_text_sql(PG_FUNCTION_ARGS)
 	maxlen = pg_b64_enc_len(slen);
 	out = palloc(VARHDRSZ + SEAL_TEXT_PREFIX_LEN + maxlen);
 	memcpy(VARDATA(out), SEAL_TEXT_PREFIX, SEAL_TEXT_PREFIX_LEN);
-	n = pg_b64_encode(VARDATA(sealed), slen, VARDATA(out) + SEAL_TEXT_PREFIX_LEN, maxlen);
+	n = pg_b64_encode((const wi_b64_bytes *) VARDATA(sealed), slen,
+					  VARDATA(out) + SEAL_TEXT_PREFIX_LEN, maxlen);
 	if (n < 0)
 		elog(ERROR, "webhook_inbox: base64 encoding failed");
 	SET_VARSIZE(out, VARHDRSZ + SEAL_TEXT_PREFIX_LEN + n);

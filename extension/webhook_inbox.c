@@ -14,10 +14,12 @@
 #include "miscadmin.h"
 
 #include "compat.h"
+#include "pg_compat.h"
 #include "route_cache.h"
 #include "webhook_inbox.h"
 
-PG_MODULE_MAGIC;
+/* on 18 and later, pg_get_loaded_modules() names the release loaded */
+PG_MODULE_MAGIC_EXT(.name = "webhook_inbox",.version = EXTVERSION);
 
 void		_PG_init(void);
 

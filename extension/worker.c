@@ -28,6 +28,7 @@
 #include "utils/memutils.h"
 
 #include "compat.h"
+#include "pg_compat.h"
 #include "provider.h"
 #include "restore_guard.h"
 #include "round.h"
@@ -197,7 +198,9 @@ wi_worker_init(void)
 	BackgroundWorker bgw;
 
 	memset(&bgw, 0, sizeof(bgw));
-	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	/* on 19, DROP DATABASE and the like end the worker instead of failing */
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION |
+		WI_BGWORKER_INTERRUPTIBLE;
 	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
 	bgw.bgw_restart_time = 5;	/* e.g. the database does not exist yet */
 	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "webhook_inbox");

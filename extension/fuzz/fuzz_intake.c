@@ -22,6 +22,7 @@
 #include "mb/pg_wchar.h"
 
 #include "intake_ids.h"
+#include "pg_compat.h"
 
 #define MAX_HEADERS 32
 
@@ -74,49 +75,54 @@ add_node(Builder *b, JsonTokenType type)
 	return n;
 }
 
-static void
+static WiJsonAction
 on_object_start(void *state)
 {
 	Builder    *b = state;
 
 	b->cur = add_node(b, JSON_TOKEN_OBJECT_START);
 	b->depth++;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 on_array_start(void *state)
 {
 	Builder    *b = state;
 
 	b->cur = add_node(b, JSON_TOKEN_ARRAY_START);
 	b->depth++;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 on_end(void *state)
 {
 	Builder    *b = state;
 
 	b->cur = b->cur->parent;
 	b->depth--;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 on_field(void *state, char *fname, bool isnull)
 {
 	Builder    *b = state;
 
 	(void) isnull;
 	b->key = fname;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 on_scalar(void *state, char *token, JsonTokenType type)
 {
 	Builder    *b = state;
 	Node	   *n = add_node(b, type);
 
 	n->text = token;
+	WI_JSON_ACTION_DONE;
 }
 
 /* the scalar's text at a key path, the last of duplicate keys winning (as in jsonb) */
@@ -157,7 +163,7 @@ tree_text(void *body, const char *const *path)
 static Node *
 parse_body(const char *text, size_t len)
 {
-	JsonLexContext *lex = makeJsonLexContextCstringLen((char *) text, (int) len, PG_UTF8, true);
+	JsonLexContext *lex = makeJsonLexContextCstringLenCompat((char *) text, (int) len, PG_UTF8, true);
 	Builder		b = {NULL, NULL, NULL, 0};
 	JsonSemAction sem;
 
