@@ -285,6 +285,13 @@ wi_intake(PG_FUNCTION_ARGS)
 						 errmsg("source \"%s\" is disabled", name),
 						 errhint("Enable it with UPDATE webhook_inbox.sources SET enabled = true.")));
 				break;
+			case INTAKE_REFUSE_TENANT_MISMATCH:
+				ereport(ERROR,
+						(errcode(code),
+						 errmsg("delivery refused: %s", row.answer_reason),
+						 errdetail("The signature covers the body, not the header naming the shop."),
+						 errhint("A body signed for one shop was sent in another's name; nothing was stored.")));
+				break;
 			default:
 				ereport(ERROR,
 						(errcode(code),

@@ -62,6 +62,7 @@ typedef enum IntakeRefusal
 	INTAKE_REFUSE_EVENT_TYPE_TOO_LONG,
 	INTAKE_REFUSE_CORRELATION_ID_TOO_LONG,
 	INTAKE_REFUSE_TENANT_INVALID,
+	INTAKE_REFUSE_TENANT_MISMATCH,
 	INTAKE_REFUSE__COUNT
 } IntakeRefusal;
 
@@ -153,6 +154,11 @@ extern void intake_read_ids(Row *r);
 extern void intake_check_ids(Row *r);
 extern void intake_read_tenant(Row *r);
 extern bool intake_needs_route(Row *r);
+
+/* intake_tenant.c */
+extern bool intake_shopify_tenant(Row *r, const char *header, bool tenants);
+extern bool intake_stripe_tenant_ok(Row *r, const char *account, const char *context);
+extern char *intake_github_installation(Row *r);
 
 /* intake_source.c */
 extern void intake_source_prepare(void);

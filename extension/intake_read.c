@@ -264,10 +264,14 @@ intake_read_tenant(Row *r)
 	{
 		char	   *shop = intake_header_get(r, "x-shopify-shop-domain");
 
-		if (setting == NULL || strcmp(setting, "true") != 0 || shop == NULL)
+		bool		tenants = setting != NULL && strcmp(setting, "true") == 0;
+
+		if (shop != NULL && !tenant_valid(r, "X-Shopify-Shop-Domain", shop))
 			return;
-		if (tenant_valid(r, "X-Shopify-Shop-Domain", shop))
-			r->tenant = pstrdup(shop);
+		/* the header routes; the signed body, where it names a shop, decides */
+		if (!intake_shopify_tenant(r, shop, tenants) || !tenants || shop == NULL)
+			return;
+		r->tenant = pstrdup(shop);
 		return;
 	}
 	if (r->payload == NULL)
@@ -279,7 +283,7 @@ intake_read_tenant(Row *r)
 		char	   *acct = tenant_string(r, acct_path, "account", &ok);
 		char	   *ctx = ok ? tenant_string(r, ctx_path, "context", &ok) : NULL;
 
-		if (!ok)
+		if (!ok || !intake_stripe_tenant_ok(r, acct, ctx))
 			return;
 		r->tenant = acct ? acct : (ctx ? ctx : "");
 		r->tenant_context = ctx;
@@ -301,14 +305,9 @@ intake_read_tenant(Row *r)
 						  v ? jsonb_type_name(v) : "missing");
 			return;
 		}
-		id = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
-		if (strspn(id, "0123456789") != strlen(id) || id[0] == '0')
-		{
-			intake_refuse(r, INTAKE_REFUSE_TENANT_INVALID, "installation.id %s is not a positive integer",
-						  id);
-			return;
-		}
-		if (tenant_valid(r, "installation.id", id))
+		/* the number as the body writes it: 1e3 and 1000.0 are no ids */
+		id = intake_github_installation(r);
+		if (id != NULL && tenant_valid(r, "installation.id", id))
 			r->tenant = id;
 	}
 }

@@ -64,6 +64,7 @@ static const struct
 	[INTAKE_REFUSE_EVENT_TYPE_TOO_LONG] = {"event_type_too_long", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
 	[INTAKE_REFUSE_CORRELATION_ID_TOO_LONG] = {"correlation_id_too_long", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
 	[INTAKE_REFUSE_TENANT_INVALID] = {"tenant_invalid", ERRCODE_STRING_DATA_RIGHT_TRUNCATION},
+	[INTAKE_REFUSE_TENANT_MISMATCH] = {"tenant_mismatch", ERRCODE_INVALID_PARAMETER_VALUE},
 };
 
 /* The name SQL sees for an outcome; NULL while undecided. */

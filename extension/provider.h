@@ -170,6 +170,7 @@ extern const char *wi_answer_shape(const WiAdapter *a, const WiSource *src, cons
 /* adapters/shopify.c: a shop's own base URL (credentials.c refreshes there) */
 extern char *wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin,
 								  char **reason);
+extern bool wi_shopify_shop_domain_ok(const char *shop);
 
 /* source.c: what the adapters and their callers share */
 extern WiSource *wi_source_load(int32 source_id);

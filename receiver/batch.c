@@ -299,6 +299,7 @@ set_refusal(rcv_delivery *d, const char *reason)
 	d->outcome[n] = '\0';
 	d->status = strcmp(d->outcome, "unknown_source") == 0 ||
 		strcmp(d->outcome, "source_disabled") == 0 ? 404 : 400;
+	rcv_metrics_refusal(d->source, d->outcome);
 }
 
 /*

@@ -39,6 +39,7 @@ static const double commit_bounds[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 static labelled *requests;
 static labelled *failures;
 static labelled *db_errors;		/* a: SQLSTATE, b: "" */
+static labelled *refusals;		/* a: source, b: intake's refusal code */
 static histogram batch_hist = {batch_bounds, 11, {0}, 0, 0};
 static histogram commit_hist = {commit_bounds, 12, {0}, 0, 0};
 static histogram delivery_hist = {commit_bounds, 12, {0}, 0, 0};
@@ -132,6 +133,21 @@ void
 rcv_metrics_db_error(const char *sqlstate)
 {
 	bump(&db_errors, sqlstate && *sqlstate ? sqlstate : "?", "");
+}
+
+/*
+ * A delivery intake refused on its own account (400 tenant_mismatch, say),
+ * by source and refusal code.  Codes are intake's fixed list; anything else
+ * counts as "refused" so that no value from a request can grow the list.
+ */
+void
+rcv_metrics_refusal(const char *source, const char *code)
+{
+	size_t		n = code ? strlen(code) : 0;
+
+	if (n == 0 || n > 40 || strspn(code, "abcdefghijklmnopqrstuvwxyz_") != n)
+		code = "refused";
+	bump(&refusals, source ? source : "", code);
 }
 
 void
@@ -230,6 +246,14 @@ rcv_metrics_render(size_t *len)
 		put_label(f, l->a);
 		fprintf(f, "\",reason=\"%s\"} %llu\n", l->b, l->count);
 	}
+	fputs("# HELP webhook_receiver_refusals_total Verified deliveries the database refused on their own account (nothing stored), by source and reason.\n"
+		  "# TYPE webhook_receiver_refusals_total counter\n", f);
+	for (labelled *l = refusals; l; l = l->next)
+	{
+		fputs("webhook_receiver_refusals_total{source=\"", f);
+		put_label(f, l->a);
+		fprintf(f, "\",reason=\"%s\"} %llu\n", l->b, l->count);
+	}
 	fputs("# HELP webhook_receiver_db_errors_total Statements and commits the database refused, by SQLSTATE (53100: its disk is full).\n"
 		  "# TYPE webhook_receiver_db_errors_total counter\n", f);
 	for (labelled *l = db_errors; l; l = l->next)
@@ -275,9 +299,9 @@ rcv_metrics_render(size_t *len)
 void
 rcv_metrics_reset(void)
 {
-	labelled  **lists[] = {&requests, &failures, &db_errors};
+	labelled  **lists[] = {&requests, &failures, &db_errors, &refusals};
 
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 	{
 		labelled   *l = *lists[i];
 

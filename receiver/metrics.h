@@ -12,6 +12,7 @@ extern void rcv_metrics_request(const char *source, int status);
 extern void rcv_metrics_verify_failure(const char *source, const char *reason);
 extern void rcv_metrics_batch(int size, int ok, double commit_seconds);
 extern void rcv_metrics_db_error(const char *sqlstate);
+extern void rcv_metrics_refusal(const char *source, const char *code);
 extern double rcv_metrics_since(const struct timespec *t0);
 extern void rcv_metrics_delivery(double seconds);
 extern void rcv_metrics_set_db_up(int up);

@@ -1499,14 +1499,19 @@ $$;
 COMMENT ON FUNCTION @extschema@._prune_range(bigint, bigint, timestamptz, timestamptz) IS
 	'One step of retention: old done and ignored events and old deliveries with an id in [p_from, p_to) deleted, payloads older than p_strip_cutoff stripped.';
 
-CREATE FUNCTION @extschema@._prune_digests(p_cutoff timestamptz)
+CREATE FUNCTION @extschema@._prune_digests()
 RETURNS void
 LANGUAGE sql AS $$
-	/* digests outlive neither their replay window nor the retention */
-	DELETE FROM webhook_inbox.seen_bodies WHERE expires_at <= now() OR first_seen_at < p_cutoff
+	/*
+	 * A digest is what refuses a replayed body-only signature, so it lives
+	 * out its replay window (expires_at, which intake also judges by)
+	 * whatever the retention's cutoff: a shorter retention must not reopen
+	 * replays.
+	 */
+	DELETE FROM webhook_inbox.seen_bodies WHERE expires_at <= now()
 $$;
-COMMENT ON FUNCTION @extschema@._prune_digests(timestamptz) IS
-	'Retention of the body digests: gone once their replay window has passed or they are older than the cutoff.';
+COMMENT ON FUNCTION @extschema@._prune_digests() IS
+	'Retention of the body digests: each is kept until its source''s replay window has passed (expires_at), whatever the retention''s cutoff, then deleted.';
 
 CREATE FUNCTION @extschema@._prune_batches_plan(older_than interval, strip_payloads_older_than interval,
 	batch_size integer, OUT lo bigint, OUT hi bigint, OUT step bigint, OUT cutoff timestamptz,
@@ -1676,7 +1681,7 @@ BEGIN
 	  INTO inbox_deleted, deliveries_deleted, payloads_stripped
 	  FROM webhook_inbox._prune_range(0, 9223372036854775807, now() - older_than,
 									  now() - strip_payloads_older_than) r;
-	PERFORM webhook_inbox._prune_digests(now() - older_than);
+	PERFORM webhook_inbox._prune_digests();
 	SELECT * INTO h FROM webhook_inbox._prune_history(transitions_older_than, sweep_runs_older_than,
 		attempts_older_than, requeues_older_than, effects_older_than, occurrences_older_than);
 	transitions_deleted := h.transitions_deleted;
@@ -1734,7 +1739,7 @@ BEGIN
 		COMMIT;
 		lo := lo OPERATOR(pg_catalog.+) b.step;
 	END LOOP;
-	PERFORM webhook_inbox._prune_digests(b.cutoff);
+	PERFORM webhook_inbox._prune_digests();
 	COMMIT;
 	/* the history tables, one transaction after the events */
 	SELECT * INTO h FROM webhook_inbox._prune_history(transitions_older_than, sweep_runs_older_than,

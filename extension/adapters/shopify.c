@@ -354,9 +354,13 @@ shopify_answer_shape(const WiSource *src)
 
 /* ---------- a Shopify app's shops ---------- */
 
-/* a shop as Shopify names it in X-Shopify-Shop-Domain: {name}.myshopify.com */
-static bool
-shop_domain_ok(const char *shop)
+/*
+ * A shop as Shopify names it in X-Shopify-Shop-Domain: {name}.myshopify.com,
+ * the name lowercase letters, digits and hyphens (intake holds deliveries'
+ * shops to it too).
+ */
+bool
+wi_shopify_shop_domain_ok(const char *shop)
 {
 	size_t		n = strlen(shop);
 	const char *suffix = ".myshopify.com";
@@ -388,7 +392,7 @@ wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin, char 
 {
 	*origin = NULL;
 	*reason = NULL;
-	if (shop == NULL || !shop_domain_ok(shop))
+	if (shop == NULL || !wi_shopify_shop_domain_ok(shop))
 	{
 		*reason = psprintf("tenant \"%s\" is not a shop's myshopify.com domain", shop ? shop : "");
 		return NULL;
