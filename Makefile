@@ -57,8 +57,17 @@ EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control M
 	$(EXTENSION)-*.zip extension/fuzz/fuzz-intake extension/fuzz/corpus
 
 PG_CONFIG ?= pg_config
-PGXS := $(shell $(PG_CONFIG) --pgxs)
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+# On a machine without PostgreSQL's development files, make test and make run
+# install them first (scripts/deps.sh) and build afterwards; anything else
+# needs them now.
+ifeq ($(PGXS),)
+ifneq ($(filter-out test run bench,$(or $(MAKECMDGOALS),all)),)
+$(error $(PG_CONFIG) not found: scripts/deps.sh installs PostgreSQL 15 and its development files, or set PG_CONFIG=.../pg_config)
+endif
+else
 include $(PGXS)
+endif
 
 # PGXS does not track headers: every object depends on all of ours (and on
 # this file, which sets EXTVERSION).

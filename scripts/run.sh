@@ -61,11 +61,55 @@ echo "building..."
 make -s all
 make -s install >/dev/null
 
+# The cluster runs as $RUN_USER (postgres, when root runs this): its data
+# is in .run/ when that user can reach it, else (a checkout in root's home,
+# say) in that user's home, $WI_RUN_DIR to choose, with .run a link to it.
 RUN="$ROOT/.run"
-mkdir -p "$RUN"
-[ "$(id -u)" -eq 0 ] && chown "$RUN_USER" "$RUN"
+if [ "$(id -u)" -eq 0 ]; then
+	if [ ! -L "$RUN" ]; then
+		mkdir -p "$RUN"
+		chown "$RUN_USER" "$RUN"
+	fi
+	if [ -n "${WI_RUN_DIR:-}" ] || [ -L "$RUN" ] || ! as_user test -w "$RUN/." -a -x "$RUN/."; then
+		home="$(getent passwd "$RUN_USER" | cut -d: -f6)"
+		RUN="${WI_RUN_DIR:-$home/webhook_inbox-run/$(basename "$ROOT")-$(echo "$ROOT" | cksum | cut -d' ' -f1)}"
+		mkdir -p "$RUN"
+		chown "$RUN_USER" "$RUN"
+		chmod 700 "$RUN"
+		if [ ! -L "$ROOT/.run" ] && rmdir "$ROOT/.run" 2>/dev/null; then
+			ln -s "$RUN" "$ROOT/.run"
+		fi
+		as_user test -w "$RUN/." || { echo "error: $RUN_USER cannot write $RUN: set WI_RUN_DIR to a directory it can" >&2; exit 1; }
+		echo "the cluster's data: $RUN ($RUN_USER cannot reach $ROOT/.run)"
+	fi
+else
+	mkdir -p "$RUN"
+fi
+# the cluster's commands, run in its directory (the checkout may be out of reach)
+pg_user() { (cd "$RUN" && as_user "$@"); }
+
+# Ctrl-C (or any exit) stops what was started; once stopping, further
+# Ctrl-Cs are ignored until everything has stopped.
+PIDS=()
+cleanup()
+{
+	trap - EXIT
+	trap '' INT TERM
+	echo
+	echo "stopping..."
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do
+		for _ in $(seq 1 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
+	pg_user pg_ctl -D "$RUN/data" -m fast -w stop >/dev/null 2>&1 || true
+	echo "stopped (the cluster and its data stay in $RUN; make run starts them again)"
+}
+trap cleanup INT TERM EXIT
+
 if [ ! -f "$RUN/data/PG_VERSION" ]; then
-	as_user initdb -D "$RUN/data" -A trust -U postgres >/dev/null
+	pg_user initdb -D "$RUN/data" -A trust -U postgres >/dev/null
 	cat >> "$RUN/data/postgresql.conf" <<CONF
 port = $PGPORT
 listen_addresses = '127.0.0.1'
@@ -82,10 +126,10 @@ fi
 BUILD_SUM="$(cat webhook_inbox.so sql/webhook_inbox--*.sql | md5sum | cut -d' ' -f1)"
 CHANGED=0
 [ "$(cat "$RUN/build.md5" 2>/dev/null)" = "$BUILD_SUM" ] || CHANGED=1
-if as_user pg_ctl -D "$RUN/data" status >/dev/null 2>&1; then
-	[ "$CHANGED" = 1 ] && as_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w -m fast restart >/dev/null
+if pg_user pg_ctl -D "$RUN/data" status >/dev/null 2>&1; then
+	[ "$CHANGED" = 1 ] && pg_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w -m fast restart >/dev/null
 else
-	as_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w start >/dev/null
+	pg_user pg_ctl -D "$RUN/data" -l "$RUN/postgres.log" -w start >/dev/null
 fi
 PSQL=(psql -X -q -h "$RUN" -p "$PGPORT" -U postgres -d postgres -v ON_ERROR_STOP=1)
 if [ "$CHANGED" = 1 ]; then
@@ -95,6 +139,7 @@ fi
 echo "$BUILD_SUM" > "$RUN/build.md5"
 
 if [ "${WI_SETUP_ONLY:-}" = 1 ]; then
+	trap - INT TERM EXIT
 	echo "PostgreSQL with webhook_inbox: psql -h 127.0.0.1 -p $PGPORT -U postgres"
 	exit 0
 fi
@@ -141,19 +186,6 @@ BEGIN
 END
 \$\$;
 SQL
-
-PIDS=()
-cleanup()
-{
-	trap - INT TERM EXIT
-	echo
-	echo "stopping..."
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	as_user pg_ctl -D "$RUN/data" -m fast stop >/dev/null 2>&1 || true
-	echo "stopped (the cluster and its data stay in .run/; make run starts them again)"
-}
-trap cleanup INT TERM EXIT
 
 receiver/webhook-receiver --db "host=$RUN port=$PGPORT user=demo_receiver dbname=postgres" \
 	--listen "127.0.0.1:$PORT" --admin-listen "127.0.0.1:$ADMIN_PORT" --log-level warning \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test: installs what is missing, builds, installs, and runs every
 # suite (pg_regress, isolation, TAP, package), each on private servers.
-# Exits non-zero if any suite failed; the TAP runner's summary comes last.
+# Exits non-zero if any suite failed; the TAP runner's summary comes last
+# (the logs of failed TAP files before it, each named).
 # The package suite (scripts/test-package.sh) builds the Debian packages,
 # installs them (see WI_PACKAGE_INSTALL there) and tests the installed files.
 #
@@ -43,30 +44,42 @@ if [ "$(id -u)" -eq 0 ] && [[ " ${WI_SUITES:-regress isolation tap package} " ==
 fi
 
 failed=""
+TAP_OUT="$WORK/tap.out"
 for suite in ${WI_SUITES:-regress isolation tap package}; do
 	echo "=== $suite ==="
 	if [ "$suite" = package ]; then
 		scripts/test-package.sh || failed="$failed package"
 		continue
 	fi
-	if ! as_user make -C "$WORK" -s "installcheck-$suite" ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"}; then
+	if [ "$suite" = tap ]; then
+		as_user make -C "$WORK" -s installcheck-tap ${PROVE_TESTS:+PROVE_TESTS="$PROVE_TESTS"} 2>&1 | tee "$TAP_OUT"
+		[ "${PIPESTATUS[0]}" = 0 ] && continue
+		failed="$failed tap"
+		# the logs of the files that failed, each named, before the summary
+		for t in $(sed -n '/^Test Summary Report/,$s/^\(regress\/t\/[^ ]*\.pl\) .*/\1/p' "$TAP_OUT"); do
+			log="$WORK/tmp_check/log/regress_log_$(basename "$t" .pl)"
+			[ -f "$log" ] && { echo "--- $t: the end of $log"; tail -n 60 "$log"; }
+		done
+		continue
+	fi
+	if ! as_user make -C "$WORK" -s "installcheck-$suite"; then
 		failed="$failed $suite"
 		for f in "$WORK"/regress/out/regression.diffs "$WORK"/regress/out_isolation/regression.diffs; do
-			[ "$suite" != tap ] && [ -f "$f" ] && head -c 20000 "$f"
+			[ -f "$f" ] && head -c 20000 "$f"
 		done
-		if [ "$suite" = tap ]; then
-			for f in "$WORK"/tmp_check/log/regress_log_*; do
-				[ -f "$f" ] && { echo "--- $f (tail)"; tail -n 40 "$f"; }
-			done
-		fi
 	fi
 done
 
 [ -n "$SMALL_FS" ] && umount "$SMALL_FS"
 
-if [ -n "$failed" ]; then
-	echo "failed suites:$failed (work tree kept in $WORK)"
-	exit 1
+# Last: the suites that failed, then the TAP runner's summary (its report of
+# failed files and its Result line) again, so that it is what a reader sees.
+echo "=== summary ==="
+[ -n "$failed" ] && echo "failed suites:$failed (work tree kept in $WORK)"
+if [ -f "$TAP_OUT" ]; then
+	sed -n '/^Test Summary Report/,/^Result:/p; /^All tests successful/,/^Result:/p' "$TAP_OUT"
+	grep -q '^Result:' "$TAP_OUT" || echo "the TAP runner ended without its summary (see $TAP_OUT)"
 fi
+[ -n "$failed" ] && exit 1
 rm -rf "$WORK"
 exit 0

@@ -59,7 +59,8 @@ sub spew
 # contract_dir(): a copy of regress/contract with the providers' official SDKs
 # installed by `npm ci` from the committed package.json and package-lock.json
 # (from npm's cache when it has them, else from the registry).  Dies if npm
-# fails: the contract tests skip nothing.
+# fails or warns that a package's engines exclude the running Node.js: the
+# contract tests skip nothing.
 sub contract_dir
 {
 	my $dir = tmpdir();
@@ -75,6 +76,10 @@ sub contract_dir
 	IPC::Run::run([ 'npm', 'ci', '--no-audit', '--no-fund', '--prefer-offline' ], '<', \undef,
 		'>', \$out, '2>', \$err, init => sub { chdir $dir or die })
 	  or die "npm ci in $dir failed: $out $err";
+	# the Node.js running the SDKs is one they declare they support (the
+	# pinned one scripts/deps.sh installs meets package.json's engines)
+	die "npm ci in $dir: an engine the running Node.js does not satisfy:\n$err"
+	  if "$out$err" =~ /EBADENGINE/;
 	return $dir;
 }
 
