@@ -37,6 +37,7 @@
 
 #include "credentials.h"
 #include "jwt.h"
+#include "outbound.h"
 #include "webhook_inbox.h"
 
 #define WI_TOKEN_MAX_BODY	(1024 * 1024)
@@ -68,13 +69,21 @@ token_post(const char *url, const char *origin, const char *const *extra, const 
 		   StringInfo answer)
 {
 	void	   *parsed = NULL;
-	char	   *refusal = wi_http_refusal(url, origin, &parsed);
+	char	   *refusal;
 	CURL	   *h = NULL;
 	struct curl_slist *volatile headers = NULL;
 	char		errbuf[CURL_ERROR_SIZE];
 	volatile long status = 0;
 	CURLcode	rc;
 
+	/* a paused copy mints and refreshes nothing */
+	refusal = wi_outbound_gate();
+	if (refusal != NULL)
+	{
+		appendStringInfo(answer, "not sent: %s", refusal);
+		return 0;
+	}
+	refusal = wi_http_refusal(url, origin, &parsed);
 	if (refusal != NULL)
 	{
 		appendStringInfo(answer, "refused: %s", refusal);

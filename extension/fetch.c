@@ -21,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "fetch.h"
+#include "outbound.h"
 #include "provider.h"
 #include "stats.h"
 #include "webhook_inbox.h"
@@ -268,6 +269,14 @@ start_request(WiHttpRequest *req)
 	{
 		req->status = 0;
 		req->error = req->auth_wait;
+		return false;
+	}
+	/* nor does any while outbound work is paused */
+	reason = wi_outbound_gate();
+	if (reason != NULL)
+	{
+		req->status = 0;
+		req->error = reason;
 		return false;
 	}
 	reason = wi_http_refusal(req->url, req->origin, &parsed);
@@ -562,6 +571,9 @@ wi_http_send(const char *method, const char *url, const char *origin,
 	const char *transport;
 
 	*status = 0;
+	*error = wi_outbound_gate();
+	if (*error != NULL)
+		return "not_sent";
 	*error = wi_http_refusal(url, origin, &parsed);
 	if (*error != NULL)
 	{

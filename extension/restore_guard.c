@@ -15,6 +15,7 @@
 #include "executor/spi.h"
 #include "utils/memutils.h"
 
+#include "outbound.h"
 #include "restore_guard.h"
 #include "step.h"
 
@@ -50,7 +51,11 @@ wi_outbound_paused(const WiSteps *steps)
 	PauseCheck	pc = {NULL};
 
 	if (wi_step_run(steps, pause_check_xact, &pc) != NULL)
+	{
+		wi_outbound_cycle_verdict(false);
 		return true;
+	}
+	wi_outbound_cycle_verdict(pc.reason == NULL);
 	if (pc.reason == NULL)
 	{
 		if (announced_reason != NULL)

@@ -26,6 +26,7 @@
 #include "credentials.h"
 #include "provider.h"
 #include "ratelimit.h"
+#include "restore_guard.h"
 #include "step.h"
 #include "sweep.h"
 #include "webhook_inbox.h"
@@ -196,6 +197,8 @@ wi_discover_tenants(PG_FUNCTION_ARGS)
 				 errmsg("source must not be null")));
 	source = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	source_id = wi_source_id_by_name(source);
+	/* a paused copy lists nothing with the original's keys: say so first */
+	wi_outbound_guard();
 	{
 		WiSteps		steps = {WI_STEPS_IN_CALLER, psprintf("backend:%d", MyProcPid), NULL};
 
