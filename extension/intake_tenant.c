@@ -31,6 +31,7 @@
 #include "utils/jsonb.h"
 
 #include "intake.h"
+#include "pg_compat.h"
 #include "provider.h"
 
 /* Where a Shopify topic's signed body names its shop, and whether it acts. */
@@ -221,7 +222,7 @@ typedef struct InstallationScan
 	JsonTokenType type;
 } InstallationScan;
 
-static void
+static WiJsonAction
 scan_object_start(void *state)
 {
 	InstallationScan *s = state;
@@ -229,9 +230,10 @@ scan_object_start(void *state)
 	s->depth++;
 	if (s->depth == 2 && s->field_installation)
 		s->in_installation = true;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 scan_object_end(void *state)
 {
 	InstallationScan *s = state;
@@ -239,21 +241,24 @@ scan_object_end(void *state)
 	if (s->depth == 2)
 		s->in_installation = false;
 	s->depth--;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 scan_array_start(void *state)
 {
 	((InstallationScan *) state)->depth++;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 scan_array_end(void *state)
 {
 	((InstallationScan *) state)->depth--;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 scan_field(void *state, char *fname, bool isnull)
 {
 	InstallationScan *s = state;
@@ -262,9 +267,10 @@ scan_field(void *state, char *fname, bool isnull)
 		s->field_installation = strcmp(fname, "installation") == 0;
 	else if (s->depth == 2 && s->in_installation)
 		s->field_id = strcmp(fname, "id") == 0;
+	WI_JSON_ACTION_DONE;
 }
 
-static void
+static WiJsonAction
 scan_scalar(void *state, char *token, JsonTokenType tokentype)
 {
 	InstallationScan *s = state;
@@ -275,6 +281,7 @@ scan_scalar(void *state, char *token, JsonTokenType tokentype)
 		s->type = tokentype;
 		s->field_id = false;
 	}
+	WI_JSON_ACTION_DONE;
 }
 
 /*
@@ -302,7 +309,7 @@ intake_github_installation(Row *r)
 	sem.array_end = scan_array_end;
 	sem.object_field_start = scan_field;
 	sem.scalar = scan_scalar;
-	lex = makeJsonLexContextCstringLen(data, len, GetDatabaseEncoding(), true);
+	lex = makeJsonLexContextCstringLenCompat(data, len, GetDatabaseEncoding(), true);
 	if (pg_parse_json(lex, &sem) != JSON_SUCCESS || s.token == NULL ||
 		s.type != JSON_TOKEN_NUMBER)
 	{
