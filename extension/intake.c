@@ -83,6 +83,7 @@ intake_rows(Row *rows, char **names, int n)
 	intake_source_prepare();
 	intake_classify_prepare();
 	intake_write_prepare();
+	intake_tenant_prepare();
 	intake_lookup_sources(rows, names, n);
 	for (int i = 0; i < n; i++)
 	{
@@ -99,6 +100,7 @@ intake_rows(Row *rows, char **names, int n)
 			intake_read_tenant(r);
 	}
 	pg_cryptohash_free(sha);
+	intake_cap_tenants(rows, n);
 	intake_classify(rows, n);
 
 	for (int i = 0; i < n; i++)

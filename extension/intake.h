@@ -159,6 +159,8 @@ extern bool intake_needs_route(Row *r);
 extern bool intake_shopify_tenant(Row *r, const char *header, bool tenants);
 extern bool intake_stripe_tenant_ok(Row *r, const char *account, const char *context);
 extern char *intake_github_installation(Row *r);
+extern void intake_tenant_prepare(void);
+extern void intake_cap_tenants(Row *rows, int n);
 
 /* intake_source.c */
 extern void intake_source_prepare(void);

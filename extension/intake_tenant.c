@@ -22,10 +22,16 @@
  * signed body, so nothing unsigned names those tenants; here they are only
  * held to their providers' formats, read from the body's own text (GitHub's
  * 1e3 is not installation 1000).
+ *
+ * Last, the tenants deliveries may register are capped per source and hour
+ * (settings.tenants_per_hour): past the cap a new tenant's deliveries wait
+ * in quarantine (tenant_cap) instead of growing what the source reads for.
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "common/jsonapi.h"
+#include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -324,4 +330,100 @@ intake_github_installation(Row *r)
 		return NULL;
 	}
 	return pstrdup(s.token);
+}
+
+/* ---------------------------------------------------------------------
+ * The cap on tenants a source's deliveries register
+ * --------------------------------------------------------------------- */
+
+static SPIPlanPtr cap_plan = NULL;
+
+/*
+ * Of the batch's (source, tenant) pairs, those not registered yet that
+ * would take their source past its settings.tenants_per_hour (default
+ * 1000; a value that is no whole number counts as the default): the
+ * tenants its deliveries registered in the past hour (tenants_recent_idx),
+ * plus the new ones of this batch before it, in tenant order.  A tenant
+ * registered by the provider's list or by hand is never capped.
+ */
+static const char *const cap_sql =
+"WITH b AS (SELECT DISTINCT u.sid, u.tenant FROM unnest($1::integer[], $2::text[]) AS u(sid, tenant)), "
+"n AS (SELECT b.sid, b.tenant, row_number() OVER (PARTITION BY b.sid ORDER BY b.tenant) AS k FROM b "
+"      WHERE NOT EXISTS (SELECT FROM webhook_inbox.tenants t WHERE t.source_id = b.sid AND t.tenant = b.tenant)) "
+"SELECT n.sid, n.tenant, c.cap "
+"FROM n JOIN webhook_inbox.sources s ON s.id = n.sid "
+"CROSS JOIN LATERAL (SELECT CASE WHEN s.settings ->> 'tenants_per_hour' ~ '^[0-9]{1,9}$' "
+"      THEN (s.settings ->> 'tenants_per_hour')::integer ELSE 1000 END AS cap) c "
+"WHERE n.k + (SELECT count(*) FROM webhook_inbox.tenants t WHERE t.source_id = n.sid "
+"      AND t.discovered_by = 'delivery' AND t.first_seen > now() - interval '1 hour') > c.cap";
+
+/* Plans this file's statement once per session. */
+void
+intake_tenant_prepare(void)
+{
+	if (cap_plan == NULL)
+	{
+		Oid			types[2] = {INT4ARRAYOID, TEXTARRAYOID};
+
+		cap_plan = wi_keep_plan(cap_sql, 2, types);
+	}
+}
+
+/*
+ * intake_cap_tenants
+ *		Quarantines (reason tenant_cap) the rows of rows[0..n-1] whose tenant
+ *		is new to its source and over the source's cap on tenants registered
+ *		by deliveries per hour: such a row is stored once, shown in queues,
+ *		and registers no tenant, so that signed deliveries naming made-up
+ *		tenants cannot grow the tenants a source reads for without bound.
+ *		One statement, and only for a batch with tenants.  Two batches
+ *		committing at once may each take the last places: the cap may be
+ *		passed by a batch's worth.  Must run inside SPI.
+ */
+void
+intake_cap_tenants(Row *rows, int n)
+{
+	ArrBuild	sids;
+	ArrBuild	tens;
+	Datum		args[2];
+	int			rc;
+
+	intake_arr_init(&sids, n);
+	intake_arr_init(&tens, n);
+	for (int i = 0; i < n; i++)
+	{
+		Row		   *r = &rows[i];
+
+		if (r->outcome != INTAKE_UNDECIDED || r->reason != NULL || r->tenant == NULL || r->tenant[0] == '\0')
+			continue;
+		intake_arr_add(&sids, Int32GetDatum(r->src->id), false);
+		intake_arr_text(&tens, r->tenant);
+	}
+	if (sids.n == 0)
+		return;
+	args[0] = intake_arr_done(&sids, INT4OID);
+	args[1] = intake_arr_done(&tens, TEXTOID);
+	rc = SPI_execute_plan(cap_plan, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "webhook_inbox: checking the tenant cap failed: %s", SPI_result_code_string(rc));
+	for (uint64 t = 0; t < SPI_processed; t++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[t];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int32		sid = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		char	   *tenant = TextDatumGetCString(SPI_getbinval(tup, desc, 2, &isnull));
+		int32		cap = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+
+		for (int i = 0; i < n; i++)
+		{
+			Row		   *r = &rows[i];
+
+			if (r->outcome == INTAKE_UNDECIDED && r->reason == NULL && r->src != NULL &&
+				r->src->id == sid && strcmp(r->tenant, tenant) == 0)
+				r->reason = psprintf("tenant_cap: tenant %s would be one more than the %d new tenants an hour its source's deliveries may register (settings.tenants_per_hour)",
+									 tenant, cap);
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
 }

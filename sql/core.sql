@@ -395,6 +395,10 @@ COMMENT ON TABLE @extschema@.tenants IS
 	'The provider accounts a source serves (Stripe Connect accounts, a Shopify app''s shops, a GitHub App''s installations), registered as deliveries name them and as the provider''s own list of them (Stripe GET /v1/accounts) shows them. The sweep reconciles each active tenant under that tenant''s credentials; a source''s empty tenant (its own account) is not listed here.';
 COMMENT ON COLUMN @extschema@.tenants.context IS
 	'Stripe: the context a delivery carried (Organizations); when set, reads for the tenant send Stripe-Context with it instead of Stripe-Account.';
+-- intake's cap on tenants registered by deliveries per source and hour
+CREATE INDEX tenants_recent_idx ON @extschema@.tenants (source_id, first_seen) WHERE discovered_by = 'delivery';
+COMMENT ON INDEX @extschema@.tenants_recent_idx IS
+	'The tenants each source''s deliveries registered lately: what settings.tenants_per_hour counts at intake.';
 COMMENT ON COLUMN @extschema@.tenants.status IS
 	'The tenant''s state. active: reconciled; disabled: deauthorized or uninstalled, not read; flagged: its credentials were refused, waiting for a person (reason says why).';
 

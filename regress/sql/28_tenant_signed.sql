@@ -109,3 +109,28 @@ UPDATE webhook_inbox.seen_bodies b SET first_seen_at = now() - interval '8 days'
 SELECT webhook_inbox._prune_digests();
 SELECT b.event_id FROM webhook_inbox.seen_bodies b JOIN webhook_inbox.sources s ON s.id = b.source_id
  WHERE s.name = 'sh28' AND b.event_id = 'w28-20';
+
+-- a cap on the tenants a source's deliveries register per hour: past it a new
+-- tenant's deliveries are kept in quarantine, registering nothing
+SELECT webhook_inbox.create_source('sh28cap', 'shopify', 'shpss_28cap', settings => '{"tenants": true, "tenants_per_hour": 2}') > 0 AS created;
+SELECT * FROM pg_temp.sh28('sh28cap', 'orders/create', 'w28-30', 'c1.myshopify.com', '{"id": 2830, "updated_at": "2026-01-01T00:00:00Z"}');
+SELECT outcome, reason FROM webhook_inbox.intake_batch(ARRAY['sh28cap', 'sh28cap', 'sh28cap', 'sh28cap'],
+	ARRAY[ARRAY['X-Shopify-Topic', 'orders/create', 'X-Shopify-Webhook-Id', 'w28-31', 'X-Shopify-Shop-Domain', 'c2.myshopify.com'],
+		  ARRAY['X-Shopify-Topic', 'orders/create', 'X-Shopify-Webhook-Id', 'w28-32', 'X-Shopify-Shop-Domain', 'c3.myshopify.com'],
+		  ARRAY['X-Shopify-Topic', 'orders/create', 'X-Shopify-Webhook-Id', 'w28-33', 'X-Shopify-Shop-Domain', 'c3.myshopify.com'],
+		  ARRAY['X-Shopify-Topic', 'orders/create', 'X-Shopify-Webhook-Id', 'w28-34', 'X-Shopify-Shop-Domain', 'c1.myshopify.com']],
+	ARRAY[convert_to('{"id": 2831, "updated_at": "2026-01-01T00:00:00Z"}', 'UTF8'),
+		  convert_to('{"id": 2832, "updated_at": "2026-01-01T00:00:00Z"}', 'UTF8'),
+		  convert_to('{"id": 2833, "updated_at": "2026-01-01T00:00:00Z"}', 'UTF8'),
+		  convert_to('{"id": 2834, "updated_at": "2026-01-01T00:00:00Z"}', 'UTF8')]);
+-- a tenant registered by hand is not a delivery's, and is never capped
+INSERT INTO webhook_inbox.tenants (source_id, tenant, discovered_by)
+SELECT id, 'c4.myshopify.com', 'manual' FROM webhook_inbox.sources WHERE name = 'sh28cap';
+SELECT * FROM pg_temp.sh28('sh28cap', 'orders/create', 'w28-35', 'c4.myshopify.com', '{"id": 2835, "updated_at": "2026-01-01T00:00:00Z"}');
+SELECT tenant, discovered_by FROM webhook_inbox.tenants t JOIN webhook_inbox.sources s ON s.id = t.source_id
+ WHERE s.name = 'sh28cap' ORDER BY tenant;
+SELECT queue, reason, count FROM webhook_inbox.queues WHERE source = 'sh28cap';
+-- an hour later the next tenant comes in
+UPDATE webhook_inbox.tenants t SET first_seen = now() - interval '61 minutes' FROM webhook_inbox.sources s
+ WHERE s.id = t.source_id AND s.name = 'sh28cap';
+SELECT * FROM pg_temp.sh28('sh28cap', 'orders/create', 'w28-36', 'c3.myshopify.com', '{"id": 2836, "updated_at": "2026-01-01T00:00:00Z"}');

@@ -808,3 +808,8 @@ CREATE TRIGGER sources_seal BEFORE INSERT OR UPDATE OF id, signing_secrets, api_
 -- the triggers that carry out business logic do nothing while a restore
 -- loads the dump (_restore_session(), function bodies re-created below).
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.tenants', '');
+
+-- Tenants are held to what is signed: intake caps the tenants a source's
+-- deliveries register per hour (settings.tenants_per_hour), counted by this
+-- index.
+CREATE INDEX tenants_recent_idx ON @extschema@.tenants (source_id, first_seen) WHERE discovered_by = 'delivery';
