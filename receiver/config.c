@@ -63,7 +63,11 @@ static const setting settings[] = {
 	{"read-timeout", SET_MS, OFF(read_timeout_ms), 100, 3600000, 1000,
 	"seconds (or NNNms) a client may take to send a request (default 10)"},
 	{"max-connections", SET_LONG, OFF(max_connections), 1, 100000, 0,
-	"open client connections at most (default 1024)"},
+	"open client connections at most; past it the oldest unfinished request is shed (default 1024)"},
+	{"max-connections-per-address", SET_LONG, OFF(max_per_address), 0, 100000, 0,
+	"connections from one client address (IPv6: one /64) at most, 0 for no cap (default 256)"},
+	{"max-buffered", SET_BYTES, OFF(max_buffered), 1024, 1L << 40, 0,
+	"bytes of unanswered requests held for all clients; past it 503 (default 64m)"},
 	{"batch-size", SET_LONG, OFF(batch_size), 1, 10000, 0,
 	"deliveries per group-commit transaction at most (default 64)"},
 	{"batch-delay", SET_MS, OFF(batch_delay_ms), 0, 10000, 1,
@@ -96,6 +100,8 @@ set_defaults(rcv_config *cfg)
 	cfg->max_header = 16L << 10;
 	cfg->read_timeout_ms = 10000;
 	cfg->max_connections = 1024;
+	cfg->max_per_address = 256;
+	cfg->max_buffered = 64L << 20;
 	cfg->batch_size = 64;
 	cfg->batch_delay_ms = 2;
 	cfg->commit_timeout_ms = 10000;
@@ -508,6 +514,11 @@ rcv_config_load(rcv_config *cfg, int argc, char **argv)
 		strcmp(cfg->admin_host, cfg->listen_host) == 0)
 	{
 		fprintf(stderr, "webhook-receiver: invalid value for admin-listen: it must differ from listen\n");
+		return -1;
+	}
+	if (cfg->max_buffered < cfg->max_body + cfg->max_header)
+	{
+		fprintf(stderr, "webhook-receiver: invalid value for max-buffered: it must hold one request of max-body plus max-header\n");
 		return -1;
 	}
 	if ((cfg->tls_cert == NULL) != (cfg->tls_key == NULL))

@@ -26,6 +26,8 @@ typedef struct rcv_config
 	long		max_header;		/* bytes */
 	long		read_timeout_ms;
 	long		max_connections;
+	long		max_per_address;	/* connections from one address (0: no cap) */
+	long		max_buffered;	/* bytes of unanswered requests, all clients */
 	long		batch_size;
 	long		batch_delay_ms;
 	long		commit_timeout_ms;

@@ -16,10 +16,27 @@
  *
  * Limits are enforced before a request reaches us where libevent can (body
  * and head size: a body announced or grown over the limit is answered 413
- * without being read), and here for what it cannot: the number of open
- * connections (the listener pauses at the limit) and a deadline for a
- * client to deliver a whole request (libevent's own timeout restarts on
- * every byte, so a client trickling its headers would never hit it).
+ * without being read), and here for what it cannot, so that slow or idle
+ * clients cannot starve valid ones:
+ *	- a deadline for a client to deliver a whole request, head and body
+ *	  (libevent's own timeout restarts on every byte, so a client trickling
+ *	  its headers would never hit it);
+ *	- a cap on the connections of one client address (conns.c counts them);
+ *	- at --max-connections, shedding instead of waiting: a new connection
+ *	  closes an idle keep-alive one, else the one whose unfinished request
+ *	  began the longest ago (a valid client sends its request at once; the
+ *	  oldest unfinished one is the slowest), so that a valid delivery is
+ *	  never queued behind trickling clients until their deadline;
+ *	- a total budget for the bytes of unanswered requests (--max-buffered):
+ *	  a request whose bytes would go past it is answered 503 with
+ *	  Retry-After, which providers retry, so that memory stays bounded
+ *	  whatever the clients hold;
+ *	- no NUL or control byte in the head: libevent would cut a header value
+ *	  at a NUL (a\0b.myshopify.com read as a), so the raw bytes are checked
+ *	  as they arrive and such a request is refused with 400.
+ * Requests refused before libevent has parsed them (budget, head bytes)
+ * are answered by writing the reply on the connection ourselves and
+ * closing it once the client is done sending (refuse_raw()).
  *
  * Every connection gets a small context, created when its bufferevent is
  * made and freed from the connection's close callback.
@@ -32,6 +49,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -43,6 +61,7 @@
 #include <event2/listener.h>
 #include <openssl/rand.h>
 
+#include "conns.h"
 #include "encode.h"
 #include "log.h"
 #include "metrics.h"
@@ -50,6 +69,10 @@
 #include "verify.h"
 
 #define CONN_BUCKETS 1024
+/* how long a refused client may go on sending before its connection closes */
+#define LINGER_MS 2000
+/* a connection this young is not shed (pick_victim()) */
+#define SHED_GRACE_MS 250
 #define DELIVERY_HEADER "x-webhook-inbox-delivery"
 
 /* Per-connection state. */
@@ -66,6 +89,18 @@ typedef struct conn
 	int			busy;			/* one of its requests is with us */
 	int			started;		/* bytes came since the last answer */
 	int			ours;			/* the next answer written is ours */
+	int			served;			/* requests answered (keep-alive) */
+	int			refused;		/* answered by refuse_raw(), closing */
+	struct timespec since;		/* accepted, or its last answer went out */
+	long		received;		/* bytes since then (in the buffered total) */
+	rcv_addr	addr;			/* client address, as counted */
+	/* where the head scan is (scan_head()) */
+	int			in_body;		/* the head's blank line was seen */
+	int			line_start;		/* the last byte ended a line */
+	int			head_seen;		/* a byte other than CR/LF was seen */
+	int			after_cr;		/* the last byte was a CR */
+	const char *refuse;			/* a pipelined head to refuse in handle() */
+	int			shut;			/* refused: our side of it is shut down */
 } conn;
 
 static struct
@@ -81,6 +116,7 @@ static struct
 	conn	   *hash[CONN_BUCKETS];
 	int			nconns;
 	int			paused;			/* listener disabled at max-connections */
+	struct event *shed_timer;	/* shed_later(), while paused */
 	int			stopping;
 	void		(*closed) (void);
 } h;
@@ -103,6 +139,8 @@ conn_find(const struct evhttp_connection *evcon)
 			return c;
 	return NULL;
 }
+
+static void conn_closed(struct evhttp_connection *evcon, void *arg);
 
 static void
 arm_deadline(conn *c)
@@ -152,6 +190,9 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 	if (c->in_cb)
 		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->in_cb);
 	event_free(c->timer);
+	rcv_addr_release(&c->addr);
+	rcv_buffered_add(-c->received);
+	rcv_metrics_set_buffered(rcv_buffered());
 	for (pp = &h.hash[bucket(c->evcon)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == c)
 		{
@@ -181,14 +222,122 @@ conn_deadline(evutil_socket_t fd, short what, void *arg)
 
 	(void) fd;
 	(void) what;
-	if (c->busy || c->evcon == NULL)
+	if (c->evcon == NULL || (c->busy && !c->refused))
 		return;
 	/* an idle keep-alive connection is routine; a partial request is not */
-	if (!c->started)
+	if (c->refused)
+		;						/* its linger is over */
+	else if (!c->started)
 		rcv_log(RCV_LOG_DEBUG, "closing an idle connection after read-timeout");
 	else
+	{
+		rcv_metrics_shed("deadline");
 		rcv_log(RCV_LOG_INFO, "closing a connection: no complete request within read-timeout");
+	}
 	evhttp_connection_free(c->evcon);	/* calls conn_closed */
+}
+
+static double
+age_of(const conn *c, const struct timespec *now)
+{
+	return (double) (now->tv_sec - c->since.tv_sec) +
+		(double) (now->tv_nsec - c->since.tv_nsec) / 1e9;
+}
+
+/*
+ * pick_victim
+ *		The connection to close for a newcomer when every slot is taken:
+ *		one holding no request of ours (those are answered at the
+ *		database's pace and must not be lost), an idle keep-alive one
+ *		first, else the one whose unfinished request began the longest ago,
+ *		if that is at least SHED_GRACE_MS ago: a valid client may be
+ *		accepted a moment before its bytes arrive, and must not be taken for
+ *		a silent one by a burst of newcomers.  NULL when there is none;
+ *		*wait_ms is then how long until one may be (-1: none will, every
+ *		connection has a request with us).
+ */
+static conn *
+pick_victim(long *wait_ms)
+{
+	struct timespec now;
+	conn	   *idle = NULL;
+	conn	   *oldest = NULL;
+	double		grace = SHED_GRACE_MS / 1000.0;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	for (conn *c = h.conns; c; c = c->next)
+	{
+		if (c->busy || c->refused || c->evcon == NULL)
+			continue;
+		if (c->served > 0 && !c->started)
+		{
+			if (idle == NULL || age_of(c, &now) > age_of(idle, &now))
+				idle = c;
+		}
+		else if (oldest == NULL || age_of(c, &now) > age_of(oldest, &now))
+			oldest = c;
+	}
+	*wait_ms = -1;
+	if (idle)
+		return idle;
+	if (oldest && age_of(oldest, &now) >= grace)
+		return oldest;
+	if (oldest)
+		*wait_ms = (long) ((grace - age_of(oldest, &now)) * 1000) + 1;
+	return NULL;
+}
+
+/*
+ * shed
+ *		Close connections (pick_victim()) until fewer than limit are open.
+ *		When none can go yet, the listener pauses (newcomers wait in the
+ *		kernel's backlog) and, if one may go later, the shed timer comes
+ *		back for it; conn_closed() resumes the listener below the limit.
+ */
+static void
+shed(long limit)
+{
+	long		wait_ms = -1;
+
+	while (h.nconns >= limit)
+	{
+		conn	   *v = pick_victim(&wait_ms);
+
+		if (v == NULL)
+			break;
+		if (v->served > 0 && !v->started)
+		{
+			rcv_metrics_shed("idle");
+			rcv_log(RCV_LOG_DEBUG, "closing an idle connection: max-connections reached");
+		}
+		else
+		{
+			rcv_metrics_shed("slots_full");
+			rcv_log(RCV_LOG_DEBUG, "closing the oldest unfinished request: max-connections reached");
+		}
+		evhttp_connection_free(v->evcon);	/* calls conn_closed */
+	}
+	if (h.nconns >= limit)
+	{
+		set_listener(0);
+		if (wait_ms >= 0 && !evtimer_pending(h.shed_timer, NULL))
+		{
+			struct timeval tv = {wait_ms / 1000, (wait_ms % 1000) * 1000};
+
+			evtimer_add(h.shed_timer, &tv);
+		}
+	}
+}
+
+/* The listener is paused and a connection may be old enough to go now. */
+static void
+shed_later(evutil_socket_t fd, short what, void *arg)
+{
+	(void) fd;
+	(void) what;
+	(void) arg;
+	if (!h.stopping && h.paused)
+		shed(h.cfg->max_connections);
 }
 
 /*
@@ -212,6 +361,16 @@ conn_attach(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_set_closecb(c->evcon, conn_closed, c);
 	evtimer_assign(c->timer, h.base, conn_deadline, c);
 	arm_deadline(c);
+	rcv_addr_of_fd(bufferevent_getfd(c->bev), &c->addr);
+	if (rcv_addr_acquire(&c->addr) > h.cfg->max_per_address && h.cfg->max_per_address > 0)
+	{
+		rcv_metrics_shed("address_cap");
+		rcv_log(RCV_LOG_DEBUG, "closing a new connection: its address is at max-connections-per-address");
+		evhttp_connection_free(c->evcon);	/* calls conn_closed */
+		return;
+	}
+	if (h.nconns > h.cfg->max_connections)
+		shed(h.cfg->max_connections + 1);
 }
 
 /*
@@ -246,15 +405,175 @@ output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *ar
 			status == 413 ? "body_or_head_too_large" : "unparseable_request");
 }
 
-/* Bytes arrived: a request has begun (for the read-timeout log line). */
+static const char *phrase(int status);
+
+/*
+ * scan_head
+ *		Check the last n bytes of buf, the newest of c's input, while they
+ *		belong to the head of its request (up to its blank line): returns
+ *		the reason to refuse it for a NUL or another control byte (HTAB
+ *		aside, and CR only before LF), or NULL.  libevent keeps header
+ *		values as C strings, so a NUL would cut one short rather than be
+ *		refused; the body is never scanned.
+ */
+static const char *
+scan_head(conn *c, struct evbuffer *buf, size_t n)
+{
+	size_t		len = evbuffer_get_length(buf);
+	struct evbuffer_ptr p;
+	struct evbuffer_iovec v[16];
+
+	if (c->in_body || n == 0 || n > len ||
+		evbuffer_ptr_set(buf, &p, len - n, EVBUFFER_PTR_SET) != 0)
+		return NULL;
+	while (n > 0 && !c->in_body)
+	{
+		int			nv = evbuffer_peek(buf, (ev_ssize_t) n, &p, v, 16);
+		size_t		done = 0;
+
+		if (nv <= 0)
+			break;
+		for (int i = 0; i < nv && i < 16 && done < n && !c->in_body; i++)
+		{
+			const unsigned char *b = v[i].iov_base;
+			size_t		l = v[i].iov_len < n - done ? v[i].iov_len : n - done;
+
+			for (size_t j = 0; j < l; j++)
+			{
+				unsigned char ch = b[j];
+
+				if (c->after_cr && ch != '\n')
+					return "control_byte_in_header";
+				c->after_cr = 0;
+				if (ch == '\r')
+				{
+					c->after_cr = 1;
+					continue;
+				}
+				if (ch == '\n')
+				{
+					/* a blank line after the request line ends the head */
+					if (c->line_start && c->head_seen)
+					{
+						c->in_body = 1;
+						break;
+					}
+					c->line_start = 1;
+					continue;
+				}
+				if (ch == '\0')
+					return "nul_byte_in_header";
+				if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+					return "control_byte_in_header";
+				c->line_start = 0;
+				c->head_seen = 1;
+			}
+			done += l;
+		}
+		if (done == 0 || evbuffer_ptr_set(buf, &p, done, EVBUFFER_PTR_ADD) != 0)
+			break;
+		n -= done;
+	}
+	return NULL;
+}
+
+/* A refused connection: discard whatever the client still sends. */
+static void
+linger_read(struct bufferevent *bev, void *arg)
+{
+	(void) arg;
+	evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+}
+
+/* Its answer is out: say so with a FIN, and wait for the client's. */
+static void
+linger_written(struct bufferevent *bev, void *arg)
+{
+	conn	   *c = arg;
+
+	if (!c->shut && evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	{
+		c->shut = 1;
+		shutdown(bufferevent_getfd(bev), SHUT_WR);
+	}
+}
+
+/* The client closed, or failed, or the linger timed out: close. */
+static void
+linger_event(struct bufferevent *bev, short what, void *arg)
+{
+	conn	   *c = arg;
+
+	(void) bev;
+	(void) what;
+	evhttp_connection_free(c->evcon);	/* calls conn_closed */
+}
+
+/*
+ * refuse_raw
+ *		Answer c's request, which libevent has not finished parsing, with
+ *		status and a text naming reason, and close the connection: its
+ *		bufferevent is taken from evhttp (which never sees another byte of
+ *		it), the answer is written, and what the client still sends is
+ *		read and dropped for at most LINGER_MS, so that the client reads
+ *		the answer rather than a reset.
+ */
+static void
+refuse_raw(conn *c, int status, const char *reason, const char *text)
+{
+	struct evbuffer *out = bufferevent_get_output(c->bev);
+	struct timeval tv = {LINGER_MS / 1000, (LINGER_MS % 1000) * 1000};
+
+	c->refused = 1;
+	rcv_metrics_refused_early(status, reason);
+	rcv_log(RCV_LOG_INFO, "rejected: source=- status=%d reason=%s", status, reason);
+	bufferevent_setcb(c->bev, linger_read, linger_written, linger_event, c);
+	c->ours = 1;
+	evbuffer_add_printf(out, "HTTP/1.1 %d %s\r\n"
+						"Content-Type: text/plain; charset=utf-8\r\n"
+						"Content-Length: %zu\r\n", status, phrase(status), strlen(text));
+	if (status == 503)
+		evbuffer_add_printf(out, "Retry-After: %ld\r\n", h.cfg->retry_after);
+	evbuffer_add_printf(out, "Connection: close\r\n\r\n%s", text);
+	bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	evtimer_del(c->timer);
+	evtimer_add(c->timer, &tv);
+}
+
+/* The text of the 400 answer for a head refused by scan_head(). */
+static const char *
+head_refusal_text(const char *reason)
+{
+	return strcmp(reason, "nul_byte_in_header") == 0
+		? "NUL byte in the request head"
+		: "control byte in the request head";
+}
+
+/*
+ * input_added
+ *		Bytes of c's request arrived (before libevent parses them): count
+ *		them in the buffered total, check the head's bytes, and refuse the
+ *		request when either check fails.
+ */
 static void
 input_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
 	conn	   *c = arg;
+	const char *reason;
 
-	(void) buf;
-	if (info->n_added > 0)
-		c->started = 1;
+	if (info->n_added == 0 || c->refused)
+		return;
+	c->started = 1;
+	c->received += (long) info->n_added;
+	rcv_buffered_add((long) info->n_added);
+	rcv_metrics_set_buffered(rcv_buffered());
+	if (c->evcon == NULL || c->busy)
+		return;
+	if ((reason = scan_head(c, buf, info->n_added)) != NULL)
+		refuse_raw(c, 400, reason, head_refusal_text(reason));
+	else if (rcv_buffered() > h.cfg->max_buffered)
+		refuse_raw(c, 503, "buffer_budget", "receiver busy: too many requests in flight, retry later");
 }
 
 /*
@@ -291,6 +610,7 @@ make_bev(struct event_base *base, void *arg)
 		goto err;
 	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), output_added, c);
 	c->in_cb = evbuffer_add_cb(bufferevent_get_input(c->bev), input_added, c);
+	clock_gettime(CLOCK_MONOTONIC, &c->since);
 	event_active(c->timer, EV_TIMEOUT, 1);
 	c->next = h.conns;
 	if (h.conns)
@@ -298,8 +618,6 @@ make_bev(struct event_base *base, void *arg)
 	h.conns = c;
 	h.nconns++;
 	rcv_metrics_set_connections(h.nconns);
-	if (h.nconns >= h.cfg->max_connections)
-		set_listener(0);
 	return c->bev;
 err:
 	/* evhttp then makes a plain bufferevent itself; better than nothing */
@@ -323,6 +641,8 @@ phrase(int status)
 	{
 		case 200:
 			return "OK";
+		case 400:
+			return "Bad Request";
 		case 401:
 			return "Unauthorized";
 		case 404:
@@ -677,6 +997,28 @@ request_done(struct evhttp_request *req, void *arg)
 	(void) req;
 	c->busy = 0;
 	c->started = 0;
+	c->served++;
+	clock_gettime(CLOCK_MONOTONIC, &c->since);
+	rcv_buffered_add(-c->received);
+	c->received = 0;
+	c->in_body = 0;
+	c->line_start = 0;
+	c->head_seen = 0;
+	c->after_cr = 0;
+	/* a pipelined next request already read: count and check it now */
+	{
+		struct evbuffer *in = bufferevent_get_input(c->bev);
+		size_t		left = evbuffer_get_length(in);
+
+		if (left > 0)
+		{
+			c->started = 1;
+			c->received = (long) left;
+			rcv_buffered_add((long) left);
+			c->refuse = scan_head(c, in, left);
+		}
+	}
+	rcv_metrics_set_buffered(rcv_buffered());
 	if (!h.stopping)
 		arm_deadline(c);
 }
@@ -711,6 +1053,16 @@ handle(struct evhttp_request *req, void *arg)
 		c->busy = 1;
 		evtimer_del(c->timer);
 		evhttp_request_set_on_complete_cb(req, request_done, c);
+		if (c->refuse)
+		{
+			const char *reason = c->refuse;
+
+			c->refuse = NULL;
+			rcv_metrics_refused_early(400, reason);
+			reply(req, NULL, NULL, 400, head_refusal_text(reason), NULL);
+			rcv_log(RCV_LOG_INFO, "rejected: source=- status=400 reason=%s", reason);
+			return;
+		}
 	}
 	if (path == NULL)
 		path = "";
@@ -800,8 +1152,9 @@ rcv_http_start(struct event_base *base, const rcv_config *cfg, SSL_CTX *tls)
 	h.base = base;
 	h.cfg = cfg;
 	h.tls = tls;
+	h.shed_timer = evtimer_new(base, shed_later, NULL);
 	h.http = evhttp_new(base);
-	if (h.http == NULL)
+	if (h.http == NULL || h.shed_timer == NULL)
 		return -1;
 	/* every method reaches us, so that a wrong one is a 405, not a 501 */
 	evhttp_set_allowed_methods(h.http, EVHTTP_REQ_GET | EVHTTP_REQ_POST |
@@ -842,6 +1195,8 @@ rcv_http_shutdown(void (*closed) (void))
 
 	h.stopping = 1;
 	h.closed = closed;
+	if (h.shed_timer)
+		evtimer_del(h.shed_timer);
 	if (h.bound)
 		evhttp_del_accept_socket(h.http, h.bound);
 	h.bound = NULL;
@@ -888,6 +1243,9 @@ void
 rcv_http_free(void)
 {
 	h.closed = NULL;
+	if (h.shed_timer)
+		event_free(h.shed_timer);
+	h.shed_timer = NULL;
 	if (h.http)
 		evhttp_free(h.http);
 	h.http = NULL;

@@ -188,6 +188,80 @@ rcv_metrics_set_connections(int n)
 	connections = n;
 }
 
+/* ---------------------------------------------------------------------
+ * Protection of the clients from each other: connections the receiver
+ * shed (reason: slots_full, address_cap, deadline) and requests it refused
+ * before they reached a route (status and reason: 503 buffer_budget, 400
+ * nul_byte_in_header, 400 control_byte_in_header), and the bytes of
+ * unanswered requests it holds.
+ * --------------------------------------------------------------------- */
+
+static labelled *sheds;			/* a: reason, b: "" */
+static labelled *early_refusals;	/* a: status, b: reason */
+static long buffered_bytes;
+
+void
+rcv_metrics_shed(const char *reason)
+{
+	bump(&sheds, reason, "");
+}
+
+/* Also one request answered, of no source (it never reached a route). */
+void
+rcv_metrics_refused_early(int status, const char *reason)
+{
+	char		s[8];
+
+	snprintf(s, sizeof(s), "%d", status);
+	bump(&early_refusals, s, reason);
+	rcv_metrics_request("", status);
+}
+
+void
+rcv_metrics_set_buffered(long bytes)
+{
+	buffered_bytes = bytes;
+}
+
+static void
+render_protection(FILE *f)
+{
+	fputs("# HELP webhook_receiver_connections_shed_total Connections the receiver closed to keep serving others, by reason.\n"
+		  "# TYPE webhook_receiver_connections_shed_total counter\n", f);
+	for (labelled *l = sheds; l; l = l->next)
+		fprintf(f, "webhook_receiver_connections_shed_total{reason=\"%s\"} %llu\n", l->a, l->count);
+	fputs("# HELP webhook_receiver_early_refusals_total Requests refused before routing (memory budget, bytes no header may hold), by status and reason.\n"
+		  "# TYPE webhook_receiver_early_refusals_total counter\n", f);
+	for (labelled *l = early_refusals; l; l = l->next)
+		fprintf(f, "webhook_receiver_early_refusals_total{status=\"%s\",reason=\"%s\"} %llu\n",
+				l->a, l->b, l->count);
+	fprintf(f, "# HELP webhook_receiver_buffered_bytes Bytes of requests received and not yet answered (limit: --max-buffered).\n"
+			"# TYPE webhook_receiver_buffered_bytes gauge\nwebhook_receiver_buffered_bytes %ld\n",
+			buffered_bytes);
+}
+
+static void
+free_protection(void)
+{
+	labelled  **lists[] = {&sheds, &early_refusals};
+
+	for (int i = 0; i < 2; i++)
+	{
+		labelled   *l = *lists[i];
+
+		while (l)
+		{
+			labelled   *next = l->next;
+
+			free(l->a);
+			free(l->b);
+			free(l);
+			l = next;
+		}
+		*lists[i] = NULL;
+	}
+}
+
 /* Label values are source names, digits and reason words; escape anyway. */
 static void
 put_label(FILE *f, const char *s)
@@ -287,6 +361,7 @@ rcv_metrics_render(size_t *len)
 	fprintf(f, "# HELP webhook_receiver_connections Open client connections.\n"
 			"# TYPE webhook_receiver_connections gauge\nwebhook_receiver_connections %d\n",
 			connections);
+	render_protection(f);
 	if (fclose(f) != 0)
 	{
 		free(out);
@@ -316,4 +391,5 @@ rcv_metrics_reset(void)
 		}
 		*lists[i] = NULL;
 	}
+	free_protection();
 }

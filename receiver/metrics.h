@@ -19,6 +19,12 @@ extern void rcv_metrics_set_db_up(int up);
 extern void rcv_metrics_reconnect(void);
 extern void rcv_metrics_sources_loaded(int nsources);
 extern void rcv_metrics_set_connections(int n);
+
+/* Connections shed and requests refused before routing, to protect the others. */
+extern void rcv_metrics_shed(const char *reason);
+extern void rcv_metrics_refused_early(int status, const char *reason);
+extern void rcv_metrics_set_buffered(long bytes);
+
 extern char *rcv_metrics_render(size_t *len);
 extern void rcv_metrics_reset(void);
 

@@ -151,6 +151,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	cfg.max_header = 2048;
 	cfg.read_timeout_ms = 200;
 	cfg.max_connections = 64;
+	cfg.max_per_address = 64;
+	cfg.max_buffered = 64L << 10;
 	cfg.retry_after = 5;
 	cfg.test_now = 1700000000;
 	base = event_base_new();

@@ -59,7 +59,7 @@ SKIP:
 	IPC::Run::run(
 		[ 'clang', '-Wall', '-Wextra', '-Werror', '-g', '-O1', '-fsanitize=fuzzer,address,undefined',
 		  '-Ireceiver', '-Iinclude', "-I$pginc", split(' ', $cflags), '-o', "$tmp/fuzz-http", 'receiver/fuzz/fuzz_http.c',
-		  (map { "receiver/$_" } qw(http.c metrics.c sources.c)), @pure,
+		  (map { "receiver/$_" } qw(http.c conns.c metrics.c sources.c)), @pure,
 		  split(' ', $libs), "-L$pglib", '-lpq' ],
 		'>', \$out, '2>', \$err)
 	  or skip('clang with libFuzzer (or libevent for it) is not available', 2);
