@@ -18,6 +18,8 @@
 #                     the root is made afresh each time
 #   WI_FRESH_MIRROR   the Debian mirror (the system's, from its apt sources)
 #   WI_FRESH_STEPS    the steps to run ("deps run test")
+#   WI_FRESH_SHARED   the project's shared docs, copied beside the clone as
+#                     ../shared, as CI has them (../shared of this checkout)
 #   WI_FRESH_PORT_DIR a directory of port locks shared with other test runs
 #                     on this machine (PG_TEST_PORT_DIR), bind-mounted in
 #
@@ -112,7 +114,8 @@ say "root ready: $(in_root dpkg-query -W -f='.\n' | wc -l) packages"
 # the checkout's HEAD, cloned into root's home, with ../shared beside it
 git clone -q "$SRC" "$R/root/webhook_inbox" || { say "FAIL: git clone"; exit 1; }
 git -C "$R/root/webhook_inbox" checkout -q "$(git -C "$SRC" rev-parse HEAD)"
-[ -d "$SRC/../shared" ] && cp -a "$SRC/../shared" "$R/root/shared"
+SHARED="${WI_FRESH_SHARED:-$SRC/../shared}"
+[ -d "$SHARED" ] && mkdir -p "$R/root/shared" && cp -a "$SHARED/." "$R/root/shared/"
 say "clone of $(git -C "$SRC" rev-parse --short HEAD) in /root/webhook_inbox"
 
 if ! in_root timeout 20 bash -c 'exec 3<>/dev/tcp/registry.npmjs.org/443' 2>/dev/null; then
