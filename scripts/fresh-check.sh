@@ -39,7 +39,8 @@ SUITE=bookworm
 MIRROR="${WI_FRESH_MIRROR:-}"
 if [ -z "$MIRROR" ]; then
 	MIRROR="$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list 2>/dev/null |
-		grep -oE 'https?://[^ ]+/debian/?' | grep -v security | head -n 1)"
+		grep -v '^[[:space:]]*#' | sed -nE 's/^URIs:[[:space:]]*([^[:space:]]+).*/\1/p; s/^deb[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+).*/\2/p' |
+		grep -E '/debian/?$' | head -n 1)"
 	MIRROR="${MIRROR:-http://deb.debian.org/debian}"
 fi
 command -v debootstrap >/dev/null || { apt-get install -y -qq debootstrap >/dev/null || exit 1; }
