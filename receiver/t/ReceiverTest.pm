@@ -19,6 +19,8 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(time);
+use lib 'regress/t';
+use ProcessGuard;
 
 our @EXPORT = qw(new_node start_receiver stop_receiver sign post http_get admin_get curl
   poll_until inbox_count deliveries_count metric receiver_bin wait_reload);

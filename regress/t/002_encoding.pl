@@ -9,6 +9,8 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib 'regress/t';
+use ProcessGuard;
 
 my $node = PostgreSQL::Test::Cluster->new('encoding');
 $node->init;

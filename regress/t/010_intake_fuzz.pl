@@ -12,6 +12,8 @@ use warnings;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib 'regress/t';
+use ProcessGuard;
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 chomp(my $inc = `pg_config --includedir-server`);

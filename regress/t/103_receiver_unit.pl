@@ -14,6 +14,8 @@ use warnings;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib 'regress/t';
+use ProcessGuard;
 
 my $tmp = PostgreSQL::Test::Utils::tempdir;
 my @pure = map { "receiver/$_" } qw(verify.c decode.c encode.c log.c);

@@ -324,4 +324,5 @@ for my $seed (@seeds)
 
 my $secs = Time::HiRes::time() - $t_start;
 cmp_ok($secs, '<', 90, sprintf('done in %.1f s', $secs));
+is(stop_receiver($rcv), 0, 'the receiver exits 0 on SIGTERM');
 done_testing();

@@ -322,5 +322,6 @@ is($node->safe_psql('postgres', qq{
 	'true flagged 0', 'the shop is flagged, the source is not, and no attempt was spent');
 cmp_ok(shops($sim)->{$shop}{unauthorized}, '>=', 1, 'webhook-sim answered the revoked token 401');
 stop_proc($sim);
+is(stop_receiver($rcv), 0, 'the receiver exits 0 on SIGTERM');
 
 done_testing();

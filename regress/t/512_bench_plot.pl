@@ -11,6 +11,8 @@ use warnings;
 use IPC::Run;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib 'regress/t';
+use ProcessGuard;
 
 plan skip_all => 'gnuplot is not installed (make bench installs it)'
   unless grep { -x "$_/gnuplot" } split /:/, $ENV{PATH};

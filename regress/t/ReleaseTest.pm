@@ -9,6 +9,8 @@ use strict;
 use warnings;
 use Exporter 'import';
 use IPC::Run;
+use lib 'regress/t';
+use ProcessGuard;
 use PostgreSQL::Test::Utils;
 use Test::More;
 

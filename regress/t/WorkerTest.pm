@@ -14,6 +14,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use lib 'regress/t';
+use ProcessGuard;
 
 use lib 'tools/test';
 use lib 'receiver/t';

@@ -16,6 +16,8 @@ use IPC::Run ();
 use JSON::PP;
 use MIME::Base64;
 use Time::HiRes ();
+use lib 'regress/t';
+use ProcessGuard;
 
 our @EXPORT = qw(sim_bin tmpdir start_sim stop_proc start_sink sink_requests
   http_json poll_until run_sim slurp spew contract_dir run_node kinds_record);
