@@ -294,6 +294,8 @@ status_of(const char *action)
 		return WI_AUTH_FLAGGED;
 	if (strcmp(action, "none") == 0)
 		return WI_AUTH_NONE;
+	if (strcmp(action, "unknown") == 0)
+		return WI_AUTH_UNKNOWN;
 	elog(ERROR, "webhook_inbox: unknown credentials action \"%s\"", action);
 	return WI_AUTH_WAIT;		/* keep the compiler quiet */
 }
@@ -578,7 +580,7 @@ PG_FUNCTION_INFO_V1(wi_private_key_bits);
 static Datum
 auth_row(FunctionCallInfo fcinfo, WiAuthStatus status, char *header, char *reason)
 {
-	static const char *const names[] = {"none", "ok", "wait", "flagged"};
+	static const char *const names[] = {"none", "ok", "wait", "flagged", "unknown"};
 	TupleDesc	desc;
 	Datum		values[3];
 	bool		nulls[3] = {false, false, false};

@@ -18,9 +18,13 @@ typedef enum WiAuthStatus
 	WI_AUTH_OK,					/* *header is what to send */
 	WI_AUTH_WAIT,				/* none usable yet (none set, expired, provider
 								 * unreachable): keep the work, try later */
-	WI_AUTH_FLAGGED				/* disabled, or refused by the provider (a
+	WI_AUTH_FLAGGED,			/* disabled, or refused by the provider (a
 								 * suspended or removed installation): a queue
 								 * row for engineering, never a deletion */
+	WI_AUTH_UNKNOWN				/* none, and none will come: the tenant has had
+								 * no credentials for longer than
+								 * webhook_inbox.tenant_credentials_wait, and
+								 * nothing mints them; its work is set aside */
 } WiAuthStatus;
 
 /* flags of wi_tenant_auth */

@@ -38,6 +38,7 @@ bool		wi_keep_heap = true;
  * keeps no extern for it.
  */
 static bool wi_require_synchronous_standby = false;
+static int	wi_tenant_credentials_wait_s = 2 * 86400;	/* _tenant_auth_plan() */
 
 /*
  * Define the settings.  The worker's database can only be chosen at server
@@ -110,6 +111,11 @@ wi_guc_init(bool preloading)
 							"How long after a read API's first 404/410 for an object a second one confirms the tombstone.",
 							"Until confirmed, the tombstone does not win over a newer version, so a wrong api_base or a proxy's 404 cannot delete objects for good; the object's events wait (no attempt counted) and are fetched again after this delay.",
 							&wi_tombstone_confirm_delay_s, 60, 0, 86400,
+							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
+	DefineCustomIntVariable("webhook_inbox.tenant_credentials_wait",
+							"How long the reads of a tenant without credentials wait for them before its events are quarantined.",
+							"A shop that never installed the app (its deliveries registered it, nothing set its credentials) would be retried for ever: past this wait its events are quarantined unknown_tenant, once, and shown in queues. Tenants with credentials, a GitHub App's installations and Stripe's accounts never wait for this.",
+							&wi_tenant_credentials_wait_s, 2 * 86400, 0, INT_MAX,
 							PGC_SUSET, GUC_UNIT_S, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.sweep_lookback",
 							"How far back the first incremental sweep of a (source, object type) lists, without a checkpoint.",

@@ -563,8 +563,12 @@ fetch_gate(WiHttpRequest *req, void *arg)
 		 * failed, a refused shop): the read waits without spending an
 		 * attempt, and is due again as soon as its credentials are set.
 		 */
-		wi_give_back(rd->steps, c->token, GIVE_DEFER, req->auth_wait,
-				  strncmp(req->auth_wait, "credentials_flagged", 19) == 0 ? 600.0 : 30.0, 0);
+		if (strncmp(req->auth_wait, "unknown_tenant", 14) == 0)
+			/* nothing will give it credentials: a person decides, once */
+			wi_give_back(rd->steps, c->token, GIVE_QUARANTINE, req->auth_wait, 0, 0);
+		else
+			wi_give_back(rd->steps, c->token, GIVE_DEFER, req->auth_wait,
+						 strncmp(req->auth_wait, "credentials_flagged", 19) == 0 ? 600.0 : 30.0, 0);
 		c->handled = true;
 		return WI_HTTP_SKIP;
 	}

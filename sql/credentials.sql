@@ -445,7 +445,9 @@ LANGUAGE plpgsql AS $$
 	/*
 	 * What a read for (source, tenant) authenticates with, for the worker
 	 * (extension/credentials.c): action none (the source's own api_token),
-	 * ok (header), wait (no usable credentials yet; reason), flagged (the
+	 * ok (header), wait (no usable credentials yet; reason), unknown (none,
+	 * and past webhook_inbox.tenant_credentials_wait: its work is set aside;
+	 * reason), flagged (the
 	 * tenant is disabled or refused; reason), or mint (a GitHub App's
 	 * installation needs a new token: the app's key, the JWT's iss and where
 	 * to post), or refresh (a shop's expiring token is due: see
@@ -457,6 +459,7 @@ DECLARE
 	s webhook_inbox.sources;
 	app webhook_inbox.tenant_credentials;
 	c webhook_inbox.tenant_credentials;
+	seen timestamptz;
 BEGIN
 	SELECT * INTO s FROM webhook_inbox.sources WHERE id = p_source_id;
 	IF NOT FOUND THEN
@@ -472,8 +475,23 @@ BEGIN
 		SELECT * INTO c FROM webhook_inbox.tenant_credentials t
 		 WHERE t.source_id = p_source_id AND t.tenant = p_tenant;
 		IF NOT FOUND THEN
-			action := 'wait';
-			reason := pg_catalog.format('no credentials for tenant %s yet', p_tenant);
+			/*
+			 * Nothing mints this tenant's credentials: past
+			 * webhook_inbox.tenant_credentials_wait since a delivery first
+			 * named it (a shop that never installed the app), its work is
+			 * set aside for a person instead of waiting for ever.
+			 */
+			SELECT x.first_seen INTO seen FROM webhook_inbox.tenants x
+			 WHERE x.source_id = p_source_id AND x.tenant = p_tenant;
+			IF seen < pg_catalog.clock_timestamp() - coalesce(nullif(pg_catalog.current_setting(
+					'webhook_inbox.tenant_credentials_wait', true), '')::interval, interval '2 days') THEN
+				action := 'unknown';
+				reason := pg_catalog.format('tenant %s has had no credentials since %s, longer than webhook_inbox.tenant_credentials_wait',
+					p_tenant, seen);
+			ELSE
+				action := 'wait';
+				reason := pg_catalog.format('no credentials for tenant %s yet', p_tenant);
+			END IF;
 		ELSIF c.status <> 'active' THEN
 			action := 'flagged';
 			reason := pg_catalog.format('tenant %s is %s: %s', p_tenant, c.status, c.status_reason);
@@ -540,7 +558,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._tenant_auth_plan(integer, text, boolean) IS
-	'For the worker: how a read for (source, tenant) authenticates (none, ok with its header, wait, flagged, or mint a GitHub installation token). Returns secrets: owner only.';
+	'For the worker: how a read for (source, tenant) authenticates (none, ok with its header, wait, unknown past webhook_inbox.tenant_credentials_wait, flagged, or mint a GitHub installation token). Returns secrets: owner only.';
 
 CREATE FUNCTION @extschema@._flag_tenant(p_source_id integer, p_tenant text, p_kind text, p_reason text)
 RETURNS void

@@ -71,6 +71,8 @@ tenant_origin(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *src,
 	}
 	if (status == WI_AUTH_FLAGGED)
 		req->auth_wait = psprintf("credentials_flagged: %s", reason ? reason : "the tenant is flagged");
+	else if (status == WI_AUTH_UNKNOWN)
+		req->auth_wait = psprintf("unknown_tenant: %s", reason ? reason : "the tenant has no credentials");
 	else
 		req->auth_wait = psprintf("credentials_wait: %s",
 								  reason ? reason : psprintf("no credentials for tenant %s yet", tenant));

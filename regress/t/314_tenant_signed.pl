@@ -16,7 +16,10 @@
 #	(c) a shop/redact or app/uninstalled whose body names no shop is kept in
 #	    quarantine (tenant_unconfirmed) and acts on no one;
 #	(d) the same bodies under their own shop's header are carried out, for
-#	    that shop only.
+#	    that shop only;
+#	(e) the reads of a shop that never gave credentials wait, and past
+#	    webhook_inbox.tenant_credentials_wait its events are quarantined
+#	    unknown_tenant, once, and shown in queues.
 
 use strict;
 use warnings;
@@ -121,6 +124,26 @@ is(sql("SELECT tenant || ' ' || status FROM webhook_inbox.tenants ORDER BY tenan
 is(sql("SELECT string_agg(topic || ' ' || shop_domain, ',' ORDER BY id) FROM webhook_inbox.redactions"),
 	"customers/redact $shop_a,shop/redact $shop_a", 'both redactions name A');
 is(shop_b_state(), $before =~ s/redactions=0/redactions=2/r, "shop B's payloads untouched");
+
+# (e) a shop that never gave credentials (nothing can mint them) waits
+# webhook_inbox.tenant_credentials_wait, then its events are set aside once
+sql("SELECT webhook_inbox.create_source('app2', 'shopify', 'shpss_app2', api_base => 'http://127.0.0.1:9',
+	settings => '{\"tenants\": true, \"shop_base_url\": \"http://127.0.0.1:9/shops/{shop}\"}')");
+sql("INSERT INTO webhook_inbox.routes (source_id, event_type, class, object_type, strategy, object_id_path, priority)
+	 SELECT id, 'orders/*', 'state', 'order', 'fetch', '\$.id', 200 FROM webhook_inbox.sources WHERE name = 'app2'");
+is(sql("SELECT webhook_inbox.intake('app2', ARRAY['X-Shopify-Topic', 'orders/create', 'X-Shopify-Webhook-Id', 'wh314-e1',
+	'X-Shopify-Shop-Domain', 'shop-c.myshopify.com'], convert_to('{\"id\":3143,\"updated_at\":\"2026-03-01T10:00:00Z\"}', 'UTF8'))"),
+	'new', 'an order of a shop without credentials');
+my $state = "SELECT status || ' ' || attempts || ' ' || split_part(coalesce(reason, ''), ':', 1) FROM webhook_inbox.inbox WHERE event_id = 'wh314-e1'";
+ok(poll_until(sub { sql($state) eq 'retry 0 credentials_wait' }, 'the read waits'), 'its read waits, no attempt spent')
+  or diag(sql($state));
+sql("UPDATE webhook_inbox.tenants SET first_seen = now() - interval '2 days 1 minute' WHERE tenant = 'shop-c.myshopify.com'");
+sql("UPDATE webhook_inbox.inbox SET next_attempt_at = now() WHERE event_id = 'wh314-e1'");
+ok(poll_until(sub { sql($state) eq 'quarantined 0 unknown_tenant' }, 'set aside'),
+	'past tenant_credentials_wait (2 days by default) it is quarantined unknown_tenant, no attempt spent')
+  or diag(sql($state));
+is(sql("SELECT queue || ' ' || reason || ' ' || count FROM webhook_inbox.queues WHERE source = 'app2'"),
+	'quarantined_event unknown_tenant 1', 'shown in queues');
 
 is(stop_receiver($rcv), 0, 'receiver exits cleanly');
 unlike($rcv->{log}, qr/\Q$secret\E/, 'the receiver logged no secret');
