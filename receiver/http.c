@@ -72,8 +72,23 @@
 /* how long a refused client may go on sending before its connection closes */
 #define LINGER_MS 2000
 /* a connection this young is not shed (pick_victim()) */
-#define SHED_GRACE_MS 250
+#define SHED_GRACE_MS 100
 #define DELIVERY_HEADER "x-webhook-inbox-delivery"
+
+/* Where the check of a request's head is (scan_head()). */
+typedef struct head_scan
+{
+	int			in_body;		/* the head's blank line was seen */
+	int			line_start;		/* the last byte ended a line */
+	int			head_seen;		/* a byte other than CR/LF was seen */
+	int			after_cr;		/* the last byte was a CR */
+	int			cl_state;		/* bytes of "content-length:" matched on this
+								 * line (15: all, in its value); -1: not it */
+	int			cl_digits;		/* digits of that value seen */
+	long		cl_value;
+	long		content_length; /* the body announced, -1: none */
+	long		head_len;		/* bytes of the head so far */
+} head_scan;
 
 /* Per-connection state. */
 typedef struct conn
@@ -92,13 +107,11 @@ typedef struct conn
 	int			served;			/* requests answered (keep-alive) */
 	int			refused;		/* answered by refuse_raw(), closing */
 	struct timespec since;		/* accepted, or its last answer went out */
-	long		received;		/* bytes since then (in the buffered total) */
+	long		received;		/* bytes of its request since then */
+	long		held;			/* what it counts in the buffered total: its
+								 * bytes, or its head and announced body */
 	rcv_addr	addr;			/* client address, as counted */
-	/* where the head scan is (scan_head()) */
-	int			in_body;		/* the head's blank line was seen */
-	int			line_start;		/* the last byte ended a line */
-	int			head_seen;		/* a byte other than CR/LF was seen */
-	int			after_cr;		/* the last byte was a CR */
+	head_scan	hs;
 	const char *refuse;			/* a pipelined head to refuse in handle() */
 	int			shut;			/* refused: our side of it is shut down */
 } conn;
@@ -191,7 +204,7 @@ conn_closed(struct evhttp_connection *evcon, void *arg)
 		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->in_cb);
 	event_free(c->timer);
 	rcv_addr_release(&c->addr);
-	rcv_buffered_add(-c->received);
+	rcv_buffered_add(-c->held);
 	rcv_metrics_set_buffered(rcv_buffered());
 	for (pp = &h.hash[bucket(c->evcon)]; *pp; pp = &(*pp)->hnext)
 		if (*pp == c)
@@ -407,6 +420,15 @@ output_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *ar
 
 static const char *phrase(int status);
 
+/* A new request begins on c: nothing of its head seen yet. */
+static void
+head_reset(conn *c)
+{
+	memset(&c->hs, 0, sizeof(c->hs));
+	c->hs.cl_state = -1;		/* the request line is no header */
+	c->hs.content_length = -1;
+}
+
 /*
  * scan_head
  *		Check the last n bytes of buf, the newest of c's input, while they
@@ -414,26 +436,30 @@ static const char *phrase(int status);
  *		the reason to refuse it for a NUL or another control byte (HTAB
  *		aside, and CR only before LF), or NULL.  libevent keeps header
  *		values as C strings, so a NUL would cut one short rather than be
- *		refused; the body is never scanned.
+ *		refused; the body is never scanned.  On the way it notes the head's
+ *		length and the Content-Length announced (the largest, if several),
+ *		for the memory budget (input_added()).
  */
 static const char *
 scan_head(conn *c, struct evbuffer *buf, size_t n)
 {
+	static const char cl_name[] = "content-length:";
+	head_scan  *hs = &c->hs;
 	size_t		len = evbuffer_get_length(buf);
 	struct evbuffer_ptr p;
 	struct evbuffer_iovec v[16];
 
-	if (c->in_body || n == 0 || n > len ||
+	if (hs->in_body || n == 0 || n > len ||
 		evbuffer_ptr_set(buf, &p, len - n, EVBUFFER_PTR_SET) != 0)
 		return NULL;
-	while (n > 0 && !c->in_body)
+	while (n > 0 && !hs->in_body)
 	{
 		int			nv = evbuffer_peek(buf, (ev_ssize_t) n, &p, v, 16);
 		size_t		done = 0;
 
 		if (nv <= 0)
 			break;
-		for (int i = 0; i < nv && i < 16 && done < n && !c->in_body; i++)
+		for (int i = 0; i < nv && i < 16 && done < n && !hs->in_body; i++)
 		{
 			const unsigned char *b = v[i].iov_base;
 			size_t		l = v[i].iov_len < n - done ? v[i].iov_len : n - done;
@@ -442,31 +468,49 @@ scan_head(conn *c, struct evbuffer *buf, size_t n)
 			{
 				unsigned char ch = b[j];
 
-				if (c->after_cr && ch != '\n')
+				hs->head_len++;
+				if (hs->after_cr && ch != '\n')
 					return "control_byte_in_header";
-				c->after_cr = 0;
+				hs->after_cr = 0;
 				if (ch == '\r')
 				{
-					c->after_cr = 1;
+					hs->after_cr = 1;
 					continue;
 				}
 				if (ch == '\n')
 				{
+					if (hs->cl_state == 15 && hs->cl_digits > 0 &&
+						hs->cl_value > hs->content_length)
+						hs->content_length = hs->cl_value;
+					hs->cl_state = 0;
+					hs->cl_value = 0;
+					hs->cl_digits = 0;
 					/* a blank line after the request line ends the head */
-					if (c->line_start && c->head_seen)
+					if (hs->line_start && hs->head_seen)
 					{
-						c->in_body = 1;
+						hs->in_body = 1;
 						break;
 					}
-					c->line_start = 1;
+					hs->line_start = 1;
 					continue;
 				}
 				if (ch == '\0')
 					return "nul_byte_in_header";
 				if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
 					return "control_byte_in_header";
-				c->line_start = 0;
-				c->head_seen = 1;
+				hs->line_start = 0;
+				hs->head_seen = 1;
+				if (hs->cl_state >= 0 && hs->cl_state < 15)
+					hs->cl_state = (ch | 0x20) == cl_name[hs->cl_state] ? hs->cl_state + 1 : -1;
+				else if (hs->cl_state == 15 && ch >= '0' && ch <= '9')
+				{
+					/* past any real limit is as good as infinite */
+					if (hs->cl_value < (1L << 40))
+						hs->cl_value = hs->cl_value * 10 + (ch - '0');
+					hs->cl_digits++;
+				}
+				else if (hs->cl_state == 15 && ch != ' ' && ch != '\t')
+					hs->cl_state = -1;
 			}
 			done += l;
 		}
@@ -552,28 +596,53 @@ head_refusal_text(const char *reason)
 
 /*
  * input_added
- *		Bytes of c's request arrived (before libevent parses them): count
- *		them in the buffered total, check the head's bytes, and refuse the
- *		request when either check fails.
+ *		Bytes of c's request arrived (before libevent parses them): check
+ *		the head's bytes, and count the request in the buffered total, by
+ *		its bytes so far or, once its head is whole, by its head and the
+ *		body it announced (up to --max-body), so that the requests admitted
+ *		can finish: one that would take the total past --max-buffered is
+ *		refused with 503, at its head rather than halfway through its body.
  */
 static void
 input_added(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
 {
 	conn	   *c = arg;
 	const char *reason;
+	long		n = (long) info->n_added;
+	long		want = c->received + n;
 
-	if (info->n_added == 0 || c->refused)
+	if (n == 0 || c->refused)
 		return;
 	c->started = 1;
-	c->received += (long) info->n_added;
-	rcv_buffered_add((long) info->n_added);
+	if (c->evcon != NULL && !c->busy)
+	{
+		if ((reason = scan_head(c, buf, (size_t) n)) != NULL)
+		{
+			refuse_raw(c, 400, reason, head_refusal_text(reason));
+			return;
+		}
+		if (c->hs.in_body && c->hs.content_length >= 0)
+		{
+			long		body = c->hs.content_length < h.cfg->max_body
+				? c->hs.content_length : h.cfg->max_body;
+
+			if (c->hs.head_len + body > want)
+				want = c->hs.head_len + body;
+		}
+		/* refused bytes are not counted: refuse_raw() drops them at once */
+		if (want > c->held && rcv_buffered() + (want - c->held) > h.cfg->max_buffered)
+		{
+			refuse_raw(c, 503, "buffer_budget", "receiver busy: too many requests in flight, retry later");
+			return;
+		}
+	}
+	c->received += n;
+	if (want > c->held)
+	{
+		rcv_buffered_add(want - c->held);
+		c->held = want;
+	}
 	rcv_metrics_set_buffered(rcv_buffered());
-	if (c->evcon == NULL || c->busy)
-		return;
-	if ((reason = scan_head(c, buf, info->n_added)) != NULL)
-		refuse_raw(c, 400, reason, head_refusal_text(reason));
-	else if (rcv_buffered() > h.cfg->max_buffered)
-		refuse_raw(c, 503, "buffer_budget", "receiver busy: too many requests in flight, retry later");
 }
 
 /*
@@ -611,6 +680,7 @@ make_bev(struct event_base *base, void *arg)
 	c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), output_added, c);
 	c->in_cb = evbuffer_add_cb(bufferevent_get_input(c->bev), input_added, c);
 	clock_gettime(CLOCK_MONOTONIC, &c->since);
+	head_reset(c);
 	event_active(c->timer, EV_TIMEOUT, 1);
 	c->next = h.conns;
 	if (h.conns)
@@ -999,12 +1069,10 @@ request_done(struct evhttp_request *req, void *arg)
 	c->started = 0;
 	c->served++;
 	clock_gettime(CLOCK_MONOTONIC, &c->since);
-	rcv_buffered_add(-c->received);
+	rcv_buffered_add(-c->held);
 	c->received = 0;
-	c->in_body = 0;
-	c->line_start = 0;
-	c->head_seen = 0;
-	c->after_cr = 0;
+	c->held = 0;
+	head_reset(c);
 	/* a pipelined next request already read: count and check it now */
 	{
 		struct evbuffer *in = bufferevent_get_input(c->bev);
@@ -1013,7 +1081,7 @@ request_done(struct evhttp_request *req, void *arg)
 		if (left > 0)
 		{
 			c->started = 1;
-			c->received = (long) left;
+			c->received = c->held = (long) left;
 			rcv_buffered_add((long) left);
 			c->refuse = scan_head(c, in, left);
 		}

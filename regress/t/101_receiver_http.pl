@@ -231,6 +231,52 @@ is(admin_get($r, '/readyz')->{content}, 'ready', 'readyz (admin listener): ready
 	is(inbox_count($node, 'gh', $id), 1, 'non-UTF-8 header value: stored');
 }
 
+# a NUL or another control byte in the head refuses the request with 400
+# and its reason; libevent would have read the value up to the NUL
+# (a\0b.myshopify.com as a) and the signed delivery would have been stored
+{
+	for my $case (
+		[ "X-Shopify-Shop-Domain: a\0b.myshopify.com", 'nul_byte_in_header', 'NUL byte', 'NUL byte in the request head' ],
+		[ "X-Note: a\x01b", 'control_byte_in_header', 'control byte', 'control byte in the request head' ],
+		[ "X-Note: a\rb", 'control_byte_in_header', 'bare CR', 'control byte in the request head' ],
+		[ "X-Note: a\x7fb", 'control_byte_in_header', 'DEL', 'control byte in the request head' ])
+	{
+		my ($hline, $reason, $what, $text) = @$case;
+		my ($id, $h, $body) = gh_delivery();
+		my $s = connect_raw($r);
+		syswrite($s, "POST /hooks/gh HTTP/1.1\r\nHost: x\r\n"
+			  . join('', map { "$_: $h->{$_}\r\n" } sort keys %$h)
+			  . "$hline\r\nContent-Type: application/json\r\nContent-Length: "
+			  . length($body) . "\r\n\r\n$body");
+		my $answer = read_until_eof($s, 10);
+		close $s;
+		like($answer, qr{^HTTP/1\.1 400 Bad Request\r\n}, "$what in a header: 400");
+		like($answer, qr/\r\n\r\n\Q$text\E$/, "$what in a header: the answer says why");
+		is(inbox_count($node, 'gh', $id), 0, "$what in a header: nothing stored");
+		poll_until(sub { $r->{log} =~ /rejected: source=- status=400 reason=$reason/ }, "$what log line", 5);
+		like($r->{log}, qr/rejected: source=- status=400 reason=$reason/, "$what in a header: logged with its reason");
+	}
+	is(metric($r, 'webhook_receiver_early_refusals_total{status="400",reason="nul_byte_in_header"}'), 1,
+		'metrics: the NUL refusal counted');
+	is(metric($r, 'webhook_receiver_early_refusals_total{status="400",reason="control_byte_in_header"}'), 3,
+		'metrics: the control byte refusals counted');
+
+	# a request pipelined behind a valid one is checked too
+	my $s = connect_raw($r);
+	syswrite($s, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+		  . "GET /healthz HTTP/1.1\r\nHost: x\r\nX-Note: \0\r\nConnection: close\r\n\r\n");
+	my $answer = read_until_eof($s, 10);
+	close $s;
+	like($answer, qr{^HTTP/1\.1 200 OK\r\n.*\r\n\r\nokHTTP/1\.1 400 Bad Request\r\n.*NUL byte in the request head$}s,
+		'pipelined: the valid request 200, the one with a NUL 400');
+
+	# the head's bytes only: a body may hold any byte (the signature covers it)
+	my ($id, $h, $body) = gh_delivery();
+	$body =~ s/"action"/"\\u0000 \x01":1,"action"/;
+	$h = sign('github', $secret, $body, id => $id);
+	is(post($r, 'gh', $h, $body)->{status}, 200, 'control bytes in the body: not refused');
+}
+
 # one log line per rejected request: source, status, reason; no values
 {
 	my ($id, $h, $body) = gh_delivery();
