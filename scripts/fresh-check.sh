@@ -3,7 +3,8 @@
 # root with debootstrap (minbase, from the system's own Debian mirror), with
 # only git, ca-certificates, make and sudo added, clones this checkout's HEAD
 # into root's home there, and runs, as root in that root:
-#   1. scripts/deps.sh, then checks that no process is running in the root
+#   1. make -n test (make says nothing of a missing pg_config), then
+#      scripts/deps.sh, then checks that no process is running in the root
 #      (it starts no service);
 #   2. make run, until it has converged, then Ctrl-C twice (SIGINT to its
 #      process group), then checks that it printed its three verify lines with
@@ -137,6 +138,13 @@ W=/root/webhook_inbox
 for step in $STEPS; do
 	case "$step" in
 	deps)
+		# before anything is installed: make's first words are not an error of its own
+		first="$(in_root make -C "$W" --no-print-directory -n test 2>&1 | head -n 1)"
+		if [ "$first" = "scripts/test.sh" ]; then
+			say "make test before deps: no complaint of make's (no pg_config yet)"
+		else
+			ok=0; say "FAIL: make test before deps begins with: $first"
+		fi
 		if in_root bash -c "cd $W && scripts/deps.sh" > "$DIR/deps.log" 2>&1; then
 			running="$(root_procs)"
 			if [ -z "$running" ]; then
