@@ -15,6 +15,12 @@ WI_NPM_SRI=sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27
 WI_NPM_REGISTRY="${WI_NPM_REGISTRY:-https://registry.npmjs.org}"
 WI_NODE_DIR="${WI_NODE_DIR:-/opt/webhook_inbox/node-$WI_NODE_VERSION}"
 export PATH="$WI_NODE_DIR/bin:$PG_BINDIR:$PATH"
+# That Node.js trusts the system's certificate authorities too (Debian's own
+# nodejs uses them; the official build has only its bundled ones), so that
+# npm reaches its registry behind a proxy whose CA the system trusts.
+if [ -z "${NODE_EXTRA_CA_CERTS:-}" ] && [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+	export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+fi
 
 if [ "$(id -u)" -eq 0 ]; then
 	RUN_USER="${WI_RUN_USER:-postgres}"

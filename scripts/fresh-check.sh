@@ -76,6 +76,7 @@ cleanup()
 	fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 # 1. the root: debootstrap minbase, then git ca-certificates make sudo
 if [ -d "$R" ]; then
