@@ -1089,6 +1089,13 @@ request_done(struct evhttp_request *req, void *arg)
 	rcv_metrics_set_buffered(rcv_buffered());
 	if (!h.stopping)
 		arm_deadline(c);
+	/* paused with every slot busy: this one may now give way to the backlog */
+	if (h.paused && !h.stopping && !evtimer_pending(h.shed_timer, NULL))
+	{
+		struct timeval now = {0, 0};
+
+		evtimer_add(h.shed_timer, &now);
+	}
 }
 
 /* The readiness answer, for load balancers and operators. */
