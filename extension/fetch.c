@@ -48,6 +48,7 @@ wi_curl_defaults(void *handle)
 
 #define WI_HTTP_MAX_BODY	(16 * 1024 * 1024)	/* larger answers are errors */
 #define WI_HTTP_POLL_MS		50	/* how often SIGTERM is looked at */
+#define WI_HTTP_PACE_POLL_MS 2	/* how often a paced request is asked again */
 
 static CURLM *multi = NULL;
 
@@ -395,6 +396,7 @@ wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 			int			running = 0;
 			CURLMsg    *msg;
 			int			left;
+			int			later = 0;
 
 			for (int i = 0; i < n; i++)
 			{
@@ -423,9 +425,12 @@ wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 						break;
 					case WI_HTTP_WAIT:
 						break;
+					case WI_HTTP_LATER:
+						later++;
+						break;
 				}
 			}
-			if (inflight == 0)
+			if (inflight == 0 && later == 0)
 				break;			/* all done, or only held-back requests left */
 
 			if (wi_steps_stopping(steps))
@@ -449,8 +454,9 @@ wi_http_run(const WiSteps *steps, WiHttpRequest **reqs, int n, int concurrency,
 				if (done)
 					done(req, arg);
 			}
-			if (inflight > 0)
-				curl_multi_poll(multi, NULL, 0, WI_HTTP_POLL_MS, NULL);
+			/* a paced request is asked again soon: its slot comes within ms */
+			if (inflight > 0 || later > 0)
+				curl_multi_poll(multi, NULL, 0, later > 0 ? WI_HTTP_PACE_POLL_MS : WI_HTTP_POLL_MS, NULL);
 		}
 	}
 	PG_CATCH();

@@ -18,6 +18,7 @@
 #include "lib/stringinfo.h"
 #include "utils/timestamp.h"
 
+#include "pace.h"
 #include "step.h"
 
 /* ---------- sources and adapters (adapters/) ---------- */
@@ -48,6 +49,11 @@ typedef struct WiSource
 	char	   *stripe_version; /* stripe: the Stripe-Version every request pins */
 	char	   *shop_base_url;	/* shopify app: settings.shop_base_url, the
 								 * shops' base on api_base's origin ({shop}) */
+	/* pacing (settings; 0 / NULL: the adapter's default, pace.h) */
+	double		rate_limit;		/* requests/s of the account's unit */
+	double		endpoint_rate_limit;	/* requests/s of each endpoint */
+	char	   *rate_limit_scope;	/* "platform" or "tenant": whose unit a
+									 * tenant's request counts against */
 } WiSource;
 
 /* Headers a request carries besides Accept and the source's auth. */
@@ -155,6 +161,18 @@ typedef struct WiAdapter
 	 * credentials (credentials.c), never the source's api_token.
 	 */
 	char	   *(*tenant_base) (const WiSource *src, const char *tenant, char **origin, char **reason);
+
+	/*
+	 * Optional: the units the provider meters a request to path (url past
+	 * the source's base, query included) for tenant by, at its documented
+	 * limits (pace.h): units[0] the account's, units[1] the endpoint's.
+	 * tenant_unit says whether a tenant's requests count against a unit of
+	 * the tenant's own (a Shopify shop, a GitHub installation) rather than
+	 * the source's (a Stripe platform).  wi_request_pace() names the units
+	 * and applies the source's settings.  NULL: nothing is paced unless
+	 * the settings say so.
+	 */
+	void		(*pace) (const WiSource *src, const char *path, WiPace *out, bool *tenant_unit);
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;
@@ -223,6 +241,8 @@ typedef enum WiHttpGate
 {
 	WI_HTTP_START,				/* start it now */
 	WI_HTTP_WAIT,				/* not yet: ask again when a transfer ends */
+	WI_HTTP_LATER,				/* not yet: ask again in a moment, even with
+								 * nothing in flight (paced, pace.h) */
 	WI_HTTP_SKIP				/* never: the gate has dealt with it */
 } WiHttpGate;
 
@@ -232,6 +252,14 @@ typedef void (*wi_http_done_fn) (WiHttpRequest *req, void *arg);
 /* adapters/scope.c */
 extern void wi_request_scope(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *src,
 							 const char *tenant, const char *context);
+
+/*
+ * The units a request to url for tenant counts against (pace.h): the
+ * adapter's defaults, then the source's settings rate_limit,
+ * endpoint_rate_limit and rate_limit_scope.
+ */
+extern void wi_request_pace(WiPace *out, const WiAdapter *adapter, const WiSource *src,
+							const char *tenant, const char *url);
 extern void wi_http_init_request(WiHttpRequest *req, char *url, char *auth, int32 source_id,
 								 const char *origin, void *arg);
 extern char *wi_http_refusal(const char *url, const char *origin, void **parsed);

@@ -6,19 +6,20 @@
  * second) in which nothing is sent to it, and its concurrency cap halves;
  * each success grows the cap back by one, up to fetch_concurrency.  That
  * slows down the source that asked for it without starving the others.
- * A source that says how much it has left (Shopify's GraphQL cost
- * budget: an adapter's read_answer turns it into pace_s) is paused until
- * its budget has refilled, the cap unchanged: pacing is not a refusal.
- * The state lives in this process only: a restarted worker starts at full
+ * Keeping within the provider's limits before it refuses (a rate per
+ * unit it meters, a Shopify shop's cost budget) is pace.c's.  The state
+ * here lives in this process only: a restarted worker starts at full
  * speed, which costs at most one more 429.
  */
 #include "postgres.h"
 
+#include "pace.h"
 #include "provider.h"
 #include "ratelimit.h"
 #include "webhook_inbox.h"
 
 #define MAX_RATES 256
+#define LIST_MAX_PACE_S 10.0		/* the longest a list page waits for its pace */
 
 static WiRate rates[MAX_RATES];
 static int	nrates = 0;
@@ -57,17 +58,20 @@ wi_rate_slow_down(WiRate *r, TimestampTz until)
 	r->cap = Max(r->cap / 2, 1);
 }
 
-void
-wi_rate_pause(WiRate *r, TimestampTz until)
-{
-	r->not_before = Max(r->not_before, until);
-}
-
 char *
-wi_rate_list_page(const WiSteps *steps, WiRate *r, WiHttpRequest *req, const char *what)
+wi_rate_list_page(const WiSteps *steps, WiRate *r, const WiPace *pace, WiHttpRequest *req,
+				  const char *what)
 {
+	double		wait;
+
 	if (GetCurrentTimestamp() < r->not_before)
 		return pstrdup("rate_limited: inside the source's Retry-After window");
+	/* within the provider's limits, as every other request (pace.c) */
+	if ((wait = wi_pace_wait(steps, req->source_id, pace, LIST_MAX_PACE_S)) < 0)
+		return pstrdup("interrupted");
+	if (wait > 0)
+		return psprintf("rate_limited: paced within the provider's limits (%s): the next request is %.0f s away",
+						wi_pace_describe(pace), wait);
 	if (!wi_http_run(steps, (WiHttpRequest *[]) {req}, 1, 1, NULL, NULL, NULL))
 		return pstrdup("interrupted");
 	if (req->status == 429 || req->status == 503)

@@ -30,18 +30,17 @@ extern void wi_rate_succeeded(WiRate *r);
 /* The source asked to slow down until `until`: a window, and half the cap. */
 extern void wi_rate_slow_down(WiRate *r, TimestampTz until);
 
-/* The source's budget is spent: nothing is sent to it before `until`. */
-extern void wi_rate_pause(WiRate *r, TimestampTz until);
-
 /*
  * One page of a provider's list (of tenants, of installations), paced by
- * the source's window: NULL when the page came (req's body holds it), else
+ * the source's window and within the provider's limits (pace, from
+ * wi_request_pace()): NULL when the page came (req's body holds it), else
  * why not, palloc'd ("interrupted" on SIGTERM).  req is initialised by the
  * caller; what names the list in the reasons.
  */
 struct WiHttpRequest;
 struct WiSteps;
-extern char *wi_rate_list_page(const struct WiSteps *steps, WiRate *r, struct WiHttpRequest *req,
-							   const char *what);
+struct WiPace;
+extern char *wi_rate_list_page(const struct WiSteps *steps, WiRate *r, const struct WiPace *pace,
+							   struct WiHttpRequest *req, const char *what);
 
 #endif							/* WI_RATELIMIT_H */

@@ -16,7 +16,8 @@
  *      object cannot hold up the others;
  *   3. the fetches run together through libcurl multi (fetch.c), each
  *      scoped to its object's tenant (wi_request_scope(): Stripe-Account
- *      ...), gated by the sources' rate limits (ratelimit.c), and the
+ *      ...), gated by the sources' rate limits (ratelimit.c) and paced
+ *      within the providers' documented limits (pace.c), and the
  *      answers are saved, with whose credentials each request carried,
  *      under the claims' tokens (fencing) in batches, by _save_fetched(), or
  *      mapped to retry / quarantine / tombstone.
@@ -64,6 +65,8 @@ typedef struct Claim
 	const WiAdapter *adapter;
 	WiTypeMap	type;
 	WiHttpRequest req;
+	WiPace		pace;			/* the units its request counts against */
+	TimestampTz pace_at;		/* not asked again before: the units' slot */
 	bool		handled;		/* its fetch was answered or given back */
 	uint64		counts[WI_OUT__COUNT];	/* local outcomes, counted once committed */
 	bool		saved;			/* its fetched answer was saved */
@@ -386,6 +389,7 @@ load_xact(void *arg)
 				if (c->adapter->object_body)
 					c->req.post_body = c->adapter->object_body(c->src, &c->type, c->object_id);
 				wi_request_scope(&c->req, c->adapter, c->src, c->tenant, c->context);
+				wi_request_pace(&c->pace, c->adapter, c->src, c->tenant, url);
 			}
 			else
 				c->adapter = NULL;
@@ -541,6 +545,9 @@ flush_saves(Round *rd)
 	rd->npending = 0;
 }
 
+/* the longest a fetch waits for its paced slot inside a round */
+#define FETCH_PACE_WAIT_S 2.0
+
 /*
  * Gate of a claim's request: not inside its source's Retry-After window
  * (the claim is deferred to the window's end), not over the source's cap,
@@ -589,6 +596,32 @@ fetch_gate(WiHttpRequest *req, void *arg)
 	}
 	if (r->inflight >= r->cap)
 		return WI_HTTP_WAIT;
+	/*
+	 * Paced: within the provider's limits for the units it counts against
+	 * (pace.c), shared with sweeps and sweep_now(); the round goes first,
+	 * since sweeps wait for it (sweep.c).  A slot a moment away is waited
+	 * for; one further (a spent hourly budget, a shop's cost bucket held
+	 * for seconds) defers the claim to it, no attempt spent.
+	 */
+	if (now < c->pace_at)
+		return WI_HTTP_LATER;
+	{
+		double		wait = wi_pace_take(c->source_id, &c->pace);
+
+		if (wait > FETCH_PACE_WAIT_S)
+		{
+			wi_give_back(rd->steps, c->token, GIVE_DEFER,
+						 psprintf("rate_limited: paced within the provider's limits (%s)",
+								  wi_pace_describe(&c->pace)), wait, 0);
+			c->handled = true;
+			return WI_HTTP_SKIP;
+		}
+		if (wait > 0)
+		{
+			c->pace_at = now + (TimestampTz) (wait * USECS_PER_SEC);
+			return WI_HTTP_LATER;
+		}
+	}
 	r->inflight++;
 	pgstat_report_activity(STATE_RUNNING, "fetching");
 	return WI_HTTP_START;
@@ -663,7 +696,8 @@ fetch_done(WiHttpRequest *req, void *arg)
 		c->adapter->read_answer(c->src, &c->type, req);
 		status = req->status;
 		if (req->pace_s > 0)
-			wi_rate_pause(r, GetCurrentTimestamp() + (TimestampTz) (req->pace_s * USECS_PER_SEC));
+			wi_pace_hold(c->source_id, &c->pace,
+						 GetCurrentTimestamp() + (TimestampTz) (req->pace_s * USECS_PER_SEC));
 	}
 
 	if ((status >= 200 && status < 300) || status == 404 || status == 410)

@@ -3,8 +3,8 @@
  *		The extension's one piece of shared memory: one request of the total
  *		size, and one startup that lays out each part in it.
  *
- * Two parts live there: the worker's latch and wakeup count (wake.c) and the
- * worker's counters (stats.c).  Each part says how much it needs and sets up
+ * Three parts live there: the worker's latch and wakeup count (wake.c), the
+ * worker's counters (stats.c) and the providers' metered units (pace.c).  Each part says how much it needs and sets up
  * its own memory when given it; only this file installs the shared memory
  * hooks, as pg_prewarm's autoprewarm does, so a third part is one more line
  * in each of the two functions below rather than another pair of hooks.
@@ -16,6 +16,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 
+#include "pace.h"
 #include "stats.h"
 #include "webhook_inbox.h"
 
@@ -26,7 +27,8 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static Size
 wi_shmem_size(void)
 {
-	return add_size(MAXALIGN(wi_wake_shmem_size()), MAXALIGN(wi_stats_shmem_size()));
+	return add_size(add_size(MAXALIGN(wi_wake_shmem_size()), MAXALIGN(wi_stats_shmem_size())),
+					MAXALIGN(wi_pace_shmem_size()));
 }
 
 static void
@@ -55,6 +57,7 @@ wi_shmem_startup(void)
 	base = ShmemInitStruct("webhook_inbox", wi_shmem_size(), &found);
 	wi_wake_shmem_attach(base, found);
 	wi_stats_shmem_attach(base + MAXALIGN(wi_wake_shmem_size()), found);
+	wi_pace_shmem_attach(base + MAXALIGN(wi_wake_shmem_size()) + MAXALIGN(wi_stats_shmem_size()), found);
 	LWLockRelease(AddinShmemInitLock);
 }
 

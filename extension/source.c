@@ -71,6 +71,15 @@ wi_source_load(int32 source_id)
 			src->api = copy_value(tup, desc, 17, cxt);
 			src->stripe_version = copy_value(tup, desc, 18, cxt);
 			src->shop_base_url = copy_value(tup, desc, 19, cxt);
+			{
+				char	   *rate = SPI_getvalue(tup, desc, 20);
+				char	   *endpoint_rate = SPI_getvalue(tup, desc, 21);
+
+				/* numbers > 0, as sources_pacing_check has it */
+				src->rate_limit = rate ? strtod(rate, NULL) : 0;
+				src->endpoint_rate_limit = endpoint_rate ? strtod(endpoint_rate, NULL) : 0;
+			}
+			src->rate_limit_scope = copy_value(tup, desc, 22, cxt);
 		}
 	}
 	SPI_finish();

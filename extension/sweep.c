@@ -15,6 +15,7 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -73,28 +74,76 @@ targets_step(void *arg)
  * In the worker, after each round: runs the sweeps that are due.  Looks at
  * most once a second; a pair without a list API records no run, costs one
  * source lookup per look and sends nothing.
+ *
+ * Fetches on notify go first: when a delivery has woken the worker since
+ * this call began, or a naptime has passed (a fetch waits for its object's
+ * notifications to be quiet, fetch_delay, and nothing wakes the worker
+ * when they are), the sweeps stop after the pass under way, the worker's
+ * round makes its fetches, and the next call goes on with the passes left
+ * (the round of sweeps is kept, not looked for again).  A pass's requests wait for their slots within the
+ * provider's limits (pace.c), so a round over N tenants takes the time the
+ * limits allow, and the fetches share the same budget.
  */
 void
 wi_sweep_due(const WiSteps *steps)
 {
 	static TimestampTz last_check = 0;
+	static MemoryContext round_cxt = NULL;	/* the round's targets, across yields */
+	static Targets round = {NULL, NULL, NULL, NULL, 0};
+	static int	next = 0;		/* the round's next target; round.n: none */
 	TimestampTz now = GetCurrentTimestamp();
-	Targets		tg = {NULL, NULL, NULL, NULL, 0};
+	uint64		wakeups;
 
-	if ((wi_sweep_interval_s <= 0 && wi_full_sweep_interval_s <= 0) ||
-		now - last_check < USECS_PER_SEC)
+	if (wi_sweep_interval_s <= 0 && wi_full_sweep_interval_s <= 0)
 		return;
-	last_check = now;
-	/* the tenants first, so that a tenant the provider lists is swept too */
-	wi_tenants_due(steps);
-	if (wi_step_run(steps, targets_step, &tg) != NULL)
-		return;
-	for (int i = 0; i < tg.n && !wi_steps_stopping(steps); i++)
+	if (next >= round.n)
 	{
+		/* a new round: what is due now, looked for at most once a second */
+		Targets		tg = {NULL, NULL, NULL, NULL, 0};
+		MemoryContext old;
+
+		if (now - last_check < USECS_PER_SEC)
+			return;
+		last_check = now;
+		/* the tenants first, so that a tenant the provider lists is swept too */
+		wi_tenants_due(steps);
+		if (wi_step_run(steps, targets_step, &tg) != NULL)
+			return;
+		if (round_cxt == NULL)
+			round_cxt = AllocSetContextCreate(TopMemoryContext, "webhook_inbox sweep round",
+											  ALLOCSET_SMALL_SIZES);
+		MemoryContextReset(round_cxt);
+		old = MemoryContextSwitchTo(round_cxt);
+		round.n = tg.n;
+		round.source_ids = palloc(sizeof(int32) * Max(tg.n, 1));
+		round.types = palloc(sizeof(char *) * Max(tg.n, 1));
+		round.layers = palloc(sizeof(char *) * Max(tg.n, 1));
+		round.tenants = palloc(sizeof(char *) * Max(tg.n, 1));
+		for (int i = 0; i < tg.n; i++)
+		{
+			round.source_ids[i] = tg.source_ids[i];
+			round.types[i] = pstrdup(tg.types[i]);
+			round.layers[i] = pstrdup(tg.layers[i]);
+			round.tenants[i] = pstrdup(tg.tenants[i]);
+		}
+		MemoryContextSwitchTo(old);
+		next = 0;
+	}
+	wakeups = wi_wakeups();
+	while (next < round.n && !wi_steps_stopping(steps))
+	{
+		int			i = next;
+
+		/* the worker's round first: the round of sweeps goes on after it */
+		if (wi_wakeups() != wakeups ||
+			TimestampDifferenceExceeds(now, GetCurrentTimestamp(), wi_naptime_ms))
+			return;
+		next++;
 		/* a source inside its Retry-After window is swept once it ends */
-		if (GetCurrentTimestamp() < wi_rate_for(tg.source_ids[i])->not_before)
+		if (GetCurrentTimestamp() < wi_rate_for(round.source_ids[i])->not_before)
 			continue;
-		(void) wi_sweep_run(steps, tg.source_ids[i], tg.tenants[i], tg.types[i], tg.layers[i], "schedule");
+		(void) wi_sweep_run(steps, round.source_ids[i], round.tenants[i], round.types[i], round.layers[i],
+							"schedule");
 	}
 }
 

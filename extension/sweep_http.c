@@ -2,7 +2,8 @@
  * sweep_http.c
  *		A sweep pass's requests to the provider, one at a time: nothing is
  *		sent inside the source's Retry-After window (ratelimit.c) or, for a
- *		GitHub App, inside its installation's rate-limit window; a GitHub
+ *		GitHub App, inside its installation's rate-limit window, and each
+ *		waits for its slot within the provider's limits (pace.c); a GitHub
  *		App's reads carry the installation's token, minted again once after
  *		a 401; an answer that opens a window or spends the source's budget
  *		says so, and the pass waits (wi_sweep_pause()) or stops.
@@ -24,6 +25,9 @@
 #include "stats.h"
 #include "step.h"
 #include "sweep_int.h"
+
+/* the longest a pass waits for the provider, its budget or its pace */
+#define SWEEP_MAX_PAUSE_S 10.0
 
 /*
  * GitHub meters a GitHub App per installation (its primary rate limit:
@@ -126,10 +130,32 @@ sweep_auth(Sweep *s, WiHttpRequest *req, const char *refused, bool fresh)
  * a 429 or 503 answer opens that window, as a fetch's does.  The adapter's
  * read_answer, if any, reads the answer first, as for a fetch.
  */
+/*
+ * Waits for the request's slot within the provider's limits (pace.c): the
+ * units it counts against are shared with the worker's fetches, which go
+ * first (sweep.c yields to them between passes), and with every
+ * sweep_now().  A slot further than SWEEP_MAX_PAUSE_S away (a spent hourly
+ * budget) is not waited for: req->error says so and nothing is sent.
+ * False when the worker must stop.
+ */
+static bool
+sweep_paced(Sweep *s, const WiPace *pace, WiHttpRequest *req)
+{
+	double		wait = wi_pace_wait(s->steps, s->source_id, pace, SWEEP_MAX_PAUSE_S);
+
+	if (wait < 0)
+		return false;
+	if (wait > 0)
+		req->error = psprintf("rate_limited: paced within the provider's limits (%s): the next request "
+							  "is %.0f s away", wi_pace_describe(pace), wait);
+	return true;
+}
+
 bool
 wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 {
 	WiRate	   *r = wi_rate_for(s->source_id);
+	WiPace		pace;
 
 	wi_http_init_request(req, url, s->adapter->auth_header(s->src), s->source_id, s->src->api_base, NULL);
 	req->post_body = body;
@@ -154,6 +180,11 @@ wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 	/* its token, or the request is not sent */
 	if (s->gh_app && !sweep_auth(s, req, NULL, false))
 		return true;
+	wi_request_pace(&pace, s->adapter, s->src, s->tenant, url);
+	if (!sweep_paced(s, &pace, req))
+		return false;
+	if (req->error != NULL)
+		return true;
 	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
 		return false;
 	/* the installation's token was refused (it expired early, was revoked): mint again, once */
@@ -169,6 +200,10 @@ wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 			req->status = 401;
 			return true;
 		}
+		if (!sweep_paced(s, &pace, req))
+			return false;
+		if (req->error != NULL)
+			return true;
 		if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
 			return false;
 	}
@@ -211,7 +246,7 @@ wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 	{
 		s->adapter->read_answer(s->src, &s->type, req);
 		if (req->pace_s > 0)
-			wi_rate_pause(r, GetCurrentTimestamp() + (TimestampTz) (req->pace_s * USECS_PER_SEC));
+			wi_pace_hold(s->source_id, &pace, GetCurrentTimestamp() + (TimestampTz) (req->pace_s * USECS_PER_SEC));
 	}
 	if (req->status == 429 || req->status == 503)
 	{
@@ -232,8 +267,6 @@ wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
  * next page's THROTTLED.  Sleeps in short steps; false when the worker is
  * asked to stop (in a backend, an interrupt is serviced).
  */
-#define SWEEP_MAX_PAUSE_S 10.0
-
 bool
 wi_sweep_pause(const WiSteps *steps, double secs)
 {

@@ -102,6 +102,7 @@ discover(const WiSteps *steps, int32 source_id, char **error)
 	{
 		WiHttpRequest req;
 		WiRate	   *r = wi_rate_for(source_id);
+		WiPace		pace;
 
 		if (++pages > TENANTS_MAX_PAGES)
 		{
@@ -111,7 +112,8 @@ discover(const WiSteps *steps, int32 source_id, char **error)
 		wi_http_init_request(&req, url, d.adapter->auth_header(d.src), source_id, d.src->api_base, NULL);
 		/* the platform's own list: its own credentials, no tenant */
 		wi_request_scope(&req, d.adapter, d.src, "", NULL);
-		if ((*error = wi_rate_list_page(steps, r, &req, "listing tenants")) != NULL)
+		wi_request_pace(&pace, d.adapter, d.src, "", url);
+		if ((*error = wi_rate_list_page(steps, r, &pace, &req, "listing tenants")) != NULL)
 			break;
 		d.body = req.body.data;
 		if ((err = wi_step_run(steps, page_step, &d)) != NULL)

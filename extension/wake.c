@@ -70,6 +70,20 @@ wi_set_worker_wakeable(bool wakeable)
 	SpinLockRelease(&wi_shared->mutex);
 }
 
+/* Commits that asked for a wakeup so far (0 without shared memory). */
+uint64
+wi_wakeups(void)
+{
+	uint64		n;
+
+	if (wi_shared == NULL)
+		return 0;
+	SpinLockAcquire(&wi_shared->mutex);
+	n = wi_shared->wakeups;
+	SpinLockRelease(&wi_shared->mutex);
+	return n;
+}
+
 static void
 wi_xact_callback(XactEvent event, void *arg)
 {

@@ -90,6 +90,7 @@ extern void wi_wake_shmem_attach(void *ptr, bool found);
 extern void wi_wake_worker_at_commit(void);
 extern void wi_set_worker_latch(Latch *latch);
 extern void wi_set_worker_wakeable(bool wakeable);
+extern uint64 wi_wakeups(void);
 
 /* The background worker and its counters (worker.c, stats.c) */
 extern void wi_worker_init(void);

@@ -30,7 +30,17 @@ CREATE TABLE @extschema@.sources (
 	api_base		text CONSTRAINT sources_api_base_check CHECK (api_base ~ '^https?://'),
 	api_token		text,
 	settings		jsonb NOT NULL DEFAULT '{}'
-		CONSTRAINT sources_settings_check CHECK (jsonb_typeof(settings) = 'object'),
+		CONSTRAINT sources_settings_check CHECK (jsonb_typeof(settings) = 'object')
+		/* pacing: requests per second > 0, and whose unit a tenant's requests count against */
+		CONSTRAINT sources_pacing_check CHECK (
+			CASE WHEN NOT settings ? 'rate_limit' THEN true
+				 WHEN jsonb_typeof(settings -> 'rate_limit') = 'number' THEN (settings ->> 'rate_limit')::numeric > 0
+				 ELSE false END
+			AND CASE WHEN NOT settings ? 'endpoint_rate_limit' THEN true
+				 WHEN jsonb_typeof(settings -> 'endpoint_rate_limit') = 'number'
+				 THEN (settings ->> 'endpoint_rate_limit')::numeric > 0
+				 ELSE false END
+			AND (NOT settings ? 'rate_limit_scope' OR settings ->> 'rate_limit_scope' IN ('platform', 'tenant'))),
 	enabled			boolean NOT NULL DEFAULT true,
 	flagged			text,
 	created_at		timestamptz NOT NULL DEFAULT now(),
@@ -461,6 +471,32 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._check_secret(text, text) IS 'Raises a clear error for an empty or malformed secret.';
 
+CREATE FUNCTION @extschema@._check_pacing(p_settings jsonb) RETURNS void
+LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+	k text;
+BEGIN
+	FOREACH k IN ARRAY ARRAY['rate_limit', 'endpoint_rate_limit'] LOOP
+		IF p_settings ? k AND (jsonb_typeof(p_settings -> k) IS DISTINCT FROM 'number'
+							   OR (p_settings ->> k)::numeric <= 0) THEN
+			RAISE EXCEPTION 'settings.% must be a number of requests per second above 0', k
+				USING ERRCODE = 'invalid_parameter_value',
+					  DETAIL = format('It is %s.', p_settings -> k),
+					  HINT = format('For example: settings => ''{"%s": 20}''; without it, the provider''s documented limit.', k);
+		END IF;
+	END LOOP;
+	IF p_settings ? 'rate_limit_scope' AND p_settings ->> 'rate_limit_scope' IS DISTINCT FROM 'platform'
+	   AND p_settings ->> 'rate_limit_scope' IS DISTINCT FROM 'tenant' THEN
+		RAISE EXCEPTION 'settings.rate_limit_scope must be "platform" or "tenant"'
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = format('It is %s.', p_settings -> 'rate_limit_scope'),
+				  HINT = 'platform: the source and all its tenants count against one limit; tenant: each tenant against its own.';
+	END IF;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._check_pacing(jsonb) IS
+	'Raises, saying which and why, when a source''s pacing settings (rate_limit, endpoint_rate_limit, rate_limit_scope) are not what sources_pacing_check allows: create_source() calls it so that the error names the setting rather than the row.';
+
 CREATE FUNCTION @extschema@.create_source(
 	name text, kind text, secret text,
 	tolerance interval DEFAULT '300 seconds',
@@ -491,6 +527,7 @@ BEGIN
 		RAISE EXCEPTION 'settings must be a JSON object'
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	PERFORM webhook_inbox._check_pacing(settings);
 	IF kind = 'hmac' AND coalesce(settings->>'header', '') = '' THEN
 		RAISE EXCEPTION 'an hmac source needs settings.header'
 			USING ERRCODE = 'invalid_parameter_value',

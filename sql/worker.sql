@@ -1055,7 +1055,8 @@ CREATE FUNCTION @extschema@._worker_source(p_source_id integer,
 	OUT fetch_url text, OUT list_url text, OUT auth_header text, OUT auth_format text,
 	OUT unwrap_path text, OUT items_path text, OUT status_path text, OUT version_path text,
 	OUT types text, OUT repo text, OUT api_version text, OUT api text, OUT stripe_version text,
-	OUT shop_base_url text)
+	OUT shop_base_url text, OUT rate_limit double precision, OUT endpoint_rate_limit double precision,
+	OUT rate_limit_scope text)
 LANGUAGE sql STABLE AS $$
 	SELECT s.id, s.name, s.kind, rtrim(s.api_base, '/'),
 		   webhook_inbox._unseal_text(s.api_token, webhook_inbox._source_context(s.id, 'api_token')),
@@ -1066,11 +1067,13 @@ LANGUAGE sql STABLE AS $$
 				THEN (SELECT string_agg(t, ',') FROM jsonb_array_elements_text(s.settings -> 'types') t) END,
 		   s.settings ->> 'repo', s.settings ->> 'api_version', s.settings ->> 'api',
 		   CASE WHEN s.kind = 'stripe' THEN coalesce(s.settings ->> 'stripe_version', '2026-10-28.endive') END,
-		   CASE WHEN s.kind = 'shopify' THEN s.settings ->> 'shop_base_url' END
+		   CASE WHEN s.kind = 'shopify' THEN s.settings ->> 'shop_base_url' END,
+		   (s.settings ->> 'rate_limit')::double precision, (s.settings ->> 'endpoint_rate_limit')::double precision,
+		   s.settings ->> 'rate_limit_scope'
 	  FROM webhook_inbox.sources s WHERE s.id = p_source_id
 $$;
 COMMENT ON FUNCTION @extschema@._worker_source(integer) IS
-	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON); api_token in clear (unsealed under webhook_inbox.key_file). stripe_version: the Stripe-Version every request of a stripe source pins (settings stripe_version; default the version stripe-node 23 pins), so that fetched objects have the shape the routes and typed views expect whatever an account''s default version is.';
+	'What the worker''s provider adapters need of a source, settings read into columns (the C code reads no JSON); api_token in clear (unsealed under webhook_inbox.key_file). stripe_version: the Stripe-Version every request of a stripe source pins (settings stripe_version; default the version stripe-node 23 pins), so that fetched objects have the shape the routes and typed views expect whatever an account''s default version is. rate_limit, endpoint_rate_limit, rate_limit_scope: the pacing settings (sources_pacing_check), NULL for the provider''s documented limits.';
 
 /*
  * Shopify's GraphQL Admin API and its webhooks name the same objects
@@ -1178,6 +1181,24 @@ COMMENT ON FUNCTION @extschema@.shopify_rest_answer(text, text) IS
 -- Sweeps
 ---------------------------------------------------------------------------
 
+CREATE FUNCTION @extschema@._sweep_tenants(p_source_id integer, p_object_type text)
+RETURNS SETOF text
+LANGUAGE sql STABLE AS $$
+	/*
+	 * The source's own account (the empty tenant) where it has objects of
+	 * the type or no tenants at all, and every active tenant of the source.
+	 */
+	SELECT ''::text
+	 WHERE NOT EXISTS (SELECT 1 FROM webhook_inbox.tenants t WHERE t.source_id = p_source_id)
+		OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
+					WHERE o.source_id = p_source_id AND o.tenant = '' AND o.object_type = p_object_type
+					  AND NOT o.deleted)
+	UNION ALL
+	SELECT t.tenant FROM webhook_inbox.tenants t WHERE t.source_id = p_source_id AND t.status = 'active'
+$$;
+COMMENT ON FUNCTION @extschema@._sweep_tenants(integer, text) IS
+	'Whose objects of a type a sweep of the source reconciles, each under its own credentials: the source''s own account (the empty tenant) where it has objects of the type or no tenants at all, and every active tenant. The scheduled sweeps (_sweep_targets) and sweep_now() without a tenant both go by it.';
+
 CREATE FUNCTION @extschema@._sweep_targets(p_interval interval, p_full_interval interval)
 RETURNS TABLE (source_id integer, object_type text, layer text, tenant text)
 LANGUAGE sql STABLE AS $$
@@ -1198,20 +1219,10 @@ LANGUAGE sql STABLE AS $$
 						 WHERE o.source_id = s.id AND o.object_type = r.object_type)
 				OR EXISTS (SELECT 1 FROM webhook_inbox.occurrences o
 							WHERE o.source_id = s.id AND o.kind = r.object_type))),
-	/*
-	 * Each type is reconciled per tenant, under that tenant's credentials:
-	 * the source's own account (the empty tenant) where it has objects of
-	 * the type or no tenants at all, and every active tenant of the source.
-	 */
+	/* each type is reconciled per tenant, under that tenant's credentials */
 	targets AS (
-		SELECT p.id, p.object_type, ''::text AS tenant
-		  FROM pairs p
-		 WHERE NOT EXISTS (SELECT 1 FROM webhook_inbox.tenants t WHERE t.source_id = p.id)
-			OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
-						WHERE o.source_id = p.id AND o.tenant = '' AND o.object_type = p.object_type AND NOT o.deleted)
-		UNION ALL
 		SELECT p.id, p.object_type, t.tenant
-		  FROM pairs p JOIN webhook_inbox.tenants t ON t.source_id = p.id AND t.status = 'active'),
+		  FROM pairs p CROSS JOIN LATERAL webhook_inbox._sweep_tenants(p.id, p.object_type) t (tenant)),
 	due AS (
 		SELECT p.id, p.object_type, p.tenant,
 			   /* a full pass that did not complete is tried again at the incremental pace */
@@ -1644,18 +1655,32 @@ COMMENT ON FUNCTION @extschema@._sweep_now(text, text, text, text) IS
 	'Runs one sweep in this session; returns the sweep_runs id.';
 
 CREATE FUNCTION @extschema@.sweep_now(source text, object_type text, layer text DEFAULT 'full',
-	tenant text DEFAULT '')
+	tenant text DEFAULT NULL)
 RETURNS SETOF @extschema@.sweep_runs
 LANGUAGE plpgsql AS $$
 DECLARE
 	run bigint;
+	t text;
 BEGIN
-	run := webhook_inbox._sweep_now(source, object_type, layer, tenant);
-	RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs WHERE id = run;
+	IF tenant IS NOT NULL THEN
+		run := webhook_inbox._sweep_now(source, object_type, layer, tenant);
+		RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs r WHERE r.id = run;
+		RETURN;
+	END IF;
+	/* what _sweep_now() refuses, it refuses here too, tenants or none */
+	IF source IS NULL OR object_type IS NULL OR layer IS NULL OR layer NOT IN ('incremental', 'full') THEN
+		PERFORM webhook_inbox._sweep_now(source, object_type, layer, '');
+	END IF;
+	/* every tenant the scheduled sweeps reconcile, one pass each, within the source's pace */
+	FOR t IN SELECT x FROM webhook_inbox._sweep_tenants(webhook_inbox._source_id(source), object_type) x ORDER BY 1
+	LOOP
+		run := webhook_inbox._sweep_now(source, object_type, layer, t);
+		RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs r WHERE r.id = run;
+	END LOOP;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.sweep_now(text, text, text, text) IS
-	'Runs one reconciliation pass of a source''s object type now (for one tenant of the source, under its credentials: empty, the default, is the source''s own account), synchronously in this session and inside this transaction (its repairs commit with it), and returns its sweep_runs row. layer: full (the default: every object, and the mirror''s objects the provider no longer has) or incremental (what happened since the checkpoint). Raises if the source has no list API for the type.';
+	'Runs reconciliation passes of a source''s object type now, synchronously in this session and inside this transaction (their repairs commit with it), and returns their sweep_runs rows. tenant: one tenant of the source, under its credentials (empty: the source''s own account); NULL, the default: every tenant the scheduled sweeps reconcile (every active tenant, and the source''s own account where it has objects of the type or the source has no tenants), one pass each. The passes'' requests are paced within the provider''s limits, in the budget the worker shares (pace_status()). layer: full (the default: every object, and the mirror''s objects the provider no longer has) or incremental (what happened since the checkpoint). Raises if the source has no list API for the type.';
 
 CREATE VIEW @extschema@.sweep_health AS
 SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.status AS last_status,
@@ -1684,6 +1709,43 @@ SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.sta
 COMMENT ON VIEW @extschema@.sweep_health IS
 	'What to alert on for sweeps: per (source, object type, tenant) the last run (of either layer), its repairs (a webhook path losing events shows here), failures in the last day, the incremental checkpoint''s age and when the last complete full pass started.';
 
+CREATE FUNCTION @extschema@._pace_units(OUT source_id integer, OUT unit text, OUT rate double precision,
+	OUT burst double precision, OUT ready_at timestamptz, OUT wait_s double precision)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'wi_pace_status'
+LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@._pace_units() IS
+	'The metered units of the providers in the pacing table (shared memory; this session''s own without shared_preload_libraries) that are not idle.';
+
+CREATE FUNCTION @extschema@.pace_status(OUT source text, OUT unit text, OUT rate double precision,
+	OUT burst double precision, OUT ready_at timestamptz, OUT wait_s double precision)
+RETURNS SETOF record
+LANGUAGE sql VOLATILE AS $$
+	SELECT s.name, u.unit, u.rate, u.burst, u.ready_at, u.wait_s
+	  FROM webhook_inbox._pace_units() u JOIN webhook_inbox.sources s ON s.id = u.source_id
+	 ORDER BY 1, 2
+$$;
+COMMENT ON FUNCTION @extschema@.pace_status() IS
+	'How the worker and sweep_now() pace each source''s requests within the provider''s documented limits, per unit the provider meters (platform or tenant:ID, and each endpoint within it: Stripe 100/s live, 25/s test-mode keys, 25/s per endpoint; a Shopify shop''s cost bucket; a GitHub installation''s 5,000 an hour and 900 a minute per endpoint): each unit in use, its rate (requests/s; 0: paced by the provider''s answers), its burst, and when it may take its next request (ready_at, wait_s from now). Idle units are not shown.';
+
+CREATE VIEW @extschema@.sweep_backlog AS
+SELECT s.name AS source, t.object_type, t.layer, count(*) AS due_passes,
+	   count(DISTINCT t.tenant) AS tenants,
+	   /* how long the most overdue of them has been due */
+	   max(now() - coalesce(l.last_started + CASE WHEN t.layer = 'full'
+												THEN current_setting('webhook_inbox.full_sweep_interval')::interval
+												ELSE current_setting('webhook_inbox.sweep_interval')::interval END,
+							s.created_at)) AS behind_by
+  FROM webhook_inbox._sweep_targets(current_setting('webhook_inbox.sweep_interval')::interval,
+									current_setting('webhook_inbox.full_sweep_interval')::interval) t
+  JOIN webhook_inbox.sources s ON s.id = t.source_id
+  LEFT JOIN LATERAL (SELECT max(w.started_at) AS last_started FROM webhook_inbox.sweep_runs w
+					  WHERE w.source_id = t.source_id AND w.tenant = t.tenant AND w.object_type = t.object_type
+						AND (t.layer = 'incremental' OR w.layer = 'full')) l ON true
+ GROUP BY s.name, t.object_type, t.layer;
+COMMENT ON VIEW @extschema@.sweep_backlog IS
+	'How far behind the scheduled sweeps are: per source, object type and layer, the passes due now (one per tenant) and how long the most overdue has been due. A round over many tenants takes the time the provider''s limits allow (pace_status()); a backlog that grows from one look to the next means the intervals ask for more than those limits give.';
+
 ---------------------------------------------------------------------------
 -- Counters
 ---------------------------------------------------------------------------
@@ -1710,6 +1772,7 @@ REVOKE ALL ON @extschema@.sweep_checkpoints, @extschema@.sweep_runs, @extschema@
 GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
 GRANT SELECT ON @extschema@.worker_counters, @extschema@.sweep_health TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats() TO pg_monitor;
+REVOKE ALL ON @extschema@.sweep_backlog FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sweep_checkpoints', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.sweep_runs', '');
 SELECT pg_catalog.pg_extension_config_dump('@extschema@.repairs', '');

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -95,11 +96,22 @@ log_request(sim_api *api, struct evhttp_request *req)
 	const char *name = "OTHER";
 	int			i;
 
-	if (api->request_log == NULL)
-		return;
 	for (i = 0; i < 9; i++)
 		if (m == (enum evhttp_cmd_type) (1 << i))
 			name = names[i];
+	if (api->request_times != NULL)
+	{
+		/* when it came (wall clock, to the microsecond), and whose account it named */
+		struct timeval tv;
+		const char *acct = evhttp_find_header(evhttp_request_get_input_headers(req), "Stripe-Account");
+
+		gettimeofday(&tv, NULL);
+		fprintf(api->request_times, "%ld.%06ld %s %s %s\n", (long) tv.tv_sec, (long) tv.tv_usec, name,
+				evhttp_request_get_uri(req), acct ? acct : "-");
+		fflush(api->request_times);
+	}
+	if (api->request_log == NULL)
+		return;
 	fprintf(api->request_log, "%s %s", name, evhttp_request_get_uri(req));
 	if (m == EVHTTP_REQ_POST)
 	{
@@ -560,6 +572,15 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	if (opt->github_app.app_id != NULL &&
 		(api->gh_app = gh_app_new(&opt->github_app, model->repo, opt->seed, err, errlen)) == NULL)
 		goto err;
+	if (opt->request_times)
+	{
+		api->request_times = fopen(opt->request_times, "w");
+		if (api->request_times == NULL)
+		{
+			snprintf(err, errlen, "cannot open request times \"%s\"", opt->request_times);
+			goto err;
+		}
+	}
 	if (opt->request_log)
 	{
 		api->request_log = fopen(opt->request_log, "w");
@@ -627,6 +648,8 @@ api_stop(sim_api *api)
 	free(api->idem);
 	if (api->request_log)
 		fclose(api->request_log);
+	if (api->request_times)
+		fclose(api->request_times);
 	idmap_free(&api->fetches);
 	idmap_free(&api->scopes);
 	idmap_free(&api->effects);

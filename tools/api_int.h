@@ -50,6 +50,7 @@ struct sim_api
 	struct gh_app *gh_app;		/* NULL unless --github-app (github_app.c) */
 	int			idem_ttl;
 	FILE	   *request_log;
+	FILE	   *request_times;
 	status_fn	status;
 	void	   *status_arg;
 

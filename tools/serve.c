@@ -134,6 +134,8 @@ serve_help(void)
 		 "  --listen HOST:PORT       address of the read API (port 0 picks a free one)\n"
 		 "  --api-token T            require Authorization: Bearer T / X-Shopify-Access-Token: T\n"
 		 "  --request-log FILE       write one line per API request: METHOD path?query\n"
+		 "  --request-times FILE     one line per API request: EPOCH.USEC METHOD path?query ACCOUNT\n"
+		 "                           (its Stripe-Account, - without one)\n"
 		 "  --idempotency-ttl SECS   how long an Idempotency-Key is kept (default 86400)\n"
 		 "  --shopify-bucket MAX:RATE\n"
 		 "                           Shopify GraphQL cost bucket: MAX points, restored RATE/s\n"
@@ -372,6 +374,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"timeout", required_argument, NULL, 15},
 		{"api-token", required_argument, NULL, 16},
 		{"request-log", required_argument, NULL, 17},
+		{"request-times", required_argument, NULL, 48},
 		{"types", required_argument, NULL, 23},
 		{"epoch", required_argument, NULL, 24},
 		{"idempotency-ttl", required_argument, NULL, 25},
@@ -516,6 +519,9 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				break;
 			case 17:
 				o->api.request_log = optarg;
+				break;
+			case 48:
+				o->api.request_times = optarg;
 				break;
 			case 23:
 				o->types = model_parse_types(optarg);

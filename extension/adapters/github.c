@@ -239,6 +239,7 @@ wi_github_discover(const WiSteps *steps, int32 source_id, char **error)
 	{
 		WiHttpRequest req;
 		WiRate	   *r = wi_rate_for(source_id);
+		WiPace		pace;
 
 		if (++pages > GH_MAX_INSTALLATION_PAGES)
 		{
@@ -246,7 +247,9 @@ wi_github_discover(const WiSteps *steps, int32 source_id, char **error)
 			break;
 		}
 		wi_http_init_request(&req, url, d.auth, source_id, d.src->api_base, NULL);
-		if ((*error = wi_rate_list_page(steps, r, &req, "listing installations")) != NULL)
+		/* the app's own request (its JWT), paced as the app's own unit */
+		wi_request_pace(&pace, &wi_adapter_github, d.src, "", url);
+		if ((*error = wi_rate_list_page(steps, r, &pace, &req, "listing installations")) != NULL)
 			break;
 		d.body = req.body.data;
 		if ((err = wi_step_run(steps, gh_page_step, &d)) != NULL)
@@ -306,6 +309,49 @@ wi_github_discover_due(const WiSteps *steps)
 	}
 }
 
+/*
+ * GitHub meters an installation's token (and a plain token alike):
+ * primary, 5,000 requests an hour at least (github/docs
+ * primary-rate-limit-github-app-installations.md); secondary, 900 points a
+ * minute per REST endpoint, a GET costing 1, and 100 requests at once
+ * (docs "Rate limits for the REST API").  Each is a bucket that may go
+ * burst at once and refills so that no window of its length ever holds
+ * more than the limit: 1,000 at once and 4,000 over the hour, 100 at once
+ * and 800 over the minute.  The endpoint is the path with its numbers as
+ * placeholders (/repos/o/r/issues/{n}).  The 100 at once are more than
+ * fetch_concurrency's maximum.
+ */
+static void
+github_pace(const WiSource *src, const char *path, WiPace *out, bool *tenant_unit)
+{
+	StringInfoData e;
+
+	(void) src;
+	out->units[0].rate = (5000.0 - 1000.0) / 3600.0;
+	out->units[0].burst = 1000;
+	initStringInfo(&e);
+	for (const char *p = path; *p != '\0' && *p != '?'; p++)
+	{
+		if (*p >= '0' && *p <= '9' && (p == path || p[-1] == '/'))
+		{
+			appendStringInfoString(&e, "{n}");
+			while (p[1] >= '0' && p[1] <= '9')
+				p++;
+		}
+		else
+			appendStringInfoChar(&e, *p);
+	}
+	strlcpy(out->units[1].key, e.data, WI_PACE_KEY_LEN);
+	out->units[1].rate = (900.0 - 100.0) / 60.0;
+	out->units[1].burst = 100;
+	*tenant_unit = true;
+}
+
 const WiAdapter wi_adapter_github = {
-	"github", github_type_map, github_object_url, github_list_url, github_auth_header, NULL, 0, NULL, NULL
+	.kind = "github",
+	.type_map = github_type_map,
+	.object_url = github_object_url,
+	.list_url = github_list_url,
+	.auth_header = github_auth_header,
+	.pace = github_pace,
 };

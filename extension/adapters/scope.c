@@ -100,3 +100,64 @@ wi_request_scope(WiHttpRequest *req, const WiAdapter *adapter, const WiSource *s
 		carried = tenant_origin(req, adapter, src, tenant);
 	req->credentials = (tenant[0] == '\0' || carried) ? tenant : "";
 }
+
+/*
+ * See provider.h.  The account's unit is the source's ("platform": a
+ * Stripe platform's Connect calls count against the platform, the safe
+ * reading of Stripe's docs) or the tenant's ("tenant:" and its id: a
+ * Shopify shop, a GitHub installation), as the adapter says unless
+ * settings.rate_limit_scope does; an endpoint's unit is counted within the
+ * account's.  settings.rate_limit and endpoint_rate_limit replace the
+ * adapter's rates, evenly spaced (burst 1).
+ */
+void
+wi_request_pace(WiPace *out, const WiAdapter *adapter, const WiSource *src, const char *tenant,
+				const char *url)
+{
+	const char *path = url ? url : "";
+	bool		tenant_unit = false;
+	char		account[WI_PACE_KEY_LEN];
+	char		endpoint[WI_PACE_KEY_LEN];
+
+	memset(out, 0, sizeof(*out));
+	if (tenant == NULL)
+		tenant = "";
+	/* the path past the origin: api_base's, or a tenant's own (a shop's) */
+	if (src->api_base && strncmp(path, src->api_base, strlen(src->api_base)) == 0)
+		path += strlen(src->api_base);
+	else if (strstr(path, "://") != NULL)
+	{
+		const char *p = strstr(path, "://") + 3;
+
+		path = strchr(p, '/') ? strchr(p, '/') : "";
+	}
+	if (adapter->pace != NULL)
+		adapter->pace(src, path, out, &tenant_unit);
+	if (src->rate_limit_scope != NULL)
+		tenant_unit = strcmp(src->rate_limit_scope, "tenant") == 0;
+	if (src->rate_limit > 0)
+	{
+		out->units[0].rate = src->rate_limit;
+		out->units[0].burst = 1;
+	}
+	if (src->endpoint_rate_limit > 0)
+	{
+		out->units[1].rate = src->endpoint_rate_limit;
+		out->units[1].burst = 1;
+		if (out->units[1].key[0] == '\0')
+			strlcpy(out->units[1].key, "*", WI_PACE_KEY_LEN);
+	}
+	if (tenant_unit)
+		snprintf(account, sizeof(account), "tenant:%s", tenant);
+	else
+		strlcpy(account, "platform", sizeof(account));
+	strlcpy(endpoint, out->units[1].key, sizeof(endpoint));
+	/* a unit the adapter does not pace and the settings do not either: none */
+	strlcpy(out->units[0].key, account, WI_PACE_KEY_LEN);
+	if (endpoint[0] != '\0' && out->units[1].rate > 0)
+		snprintf(out->units[1].key, WI_PACE_KEY_LEN, "%s %s", account, endpoint);
+	else
+		out->units[1].key[0] = '\0';
+	if (out->units[0].rate <= 0 && adapter->pace == NULL)
+		out->units[0].key[0] = '\0';
+}

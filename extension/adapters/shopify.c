@@ -12,7 +12,7 @@
  * one).  Shopify answers 200 to nearly everything: read_answer looks inside
  * (errors[].extensions.code decides throttled, retried or unusable; a null
  * object is gone, believed as a 404 is), reads the cost extension's
- * throttleStatus and paces the source by it.  The answers are saved in the
+ * throttleStatus and paces the shop by it (pace.c).  The answers are saved in the
  * REST/webhook shape, which webhook_inbox.shopify_rest_answer() makes of
  * them in SQL, so that whichever path brought an object the mirror holds
  * the same state, status and version.
@@ -421,6 +421,26 @@ wi_shopify_shop_base(const WiSource *src, const char *shop, char **origin, char 
 	return *origin;
 }
 
+/*
+ * Shopify meters the GraphQL Admin API by query cost "based on the
+ * combination of the app and store" (shopify.dev graphql-admin/rate-limits):
+ * a shop's own bucket (restore 100 points/s on Standard to 2,000 on
+ * Enterprise), whose state every answer reports in
+ * extensions.cost.throttleStatus.  So each shop is a unit of its own, not
+ * counted by requests: read_answer's pace_s holds it until its bucket has
+ * what the last query cost (wi_pace_hold()).  Settings rate_limit may
+ * still pace each shop by requests.
+ */
+static void
+shopify_pace(const WiSource *src, const char *path, WiPace *out, bool *tenant_unit)
+{
+	(void) src;
+	(void) path;
+	out->units[0].rate = 0;
+	out->units[0].burst = 1;
+	*tenant_unit = true;
+}
+
 const WiAdapter wi_adapter_shopify = {
 	.kind = "shopify",
 	.type_map = shopify_type_map,
@@ -432,4 +452,5 @@ const WiAdapter wi_adapter_shopify = {
 	.read_answer = shopify_read_answer,
 	.answer_shape = shopify_answer_shape,
 	.tenant_base = wi_shopify_shop_base,
+	.pace = shopify_pace,
 };

@@ -176,6 +176,38 @@ stripe_tenants_url(const WiSource *src, const char *cursor)
 	return psprintf("%s/v1/accounts?limit=100", src->api_base);
 }
 
+/*
+ * Stripe's rate limits (https://docs.stripe.com/rate-limits): "measured in
+ * API requests per second, per Stripe account", 100/s in live mode and 25/s
+ * in a sandbox, and 25/s per endpoint by default.  A live key says so by
+ * its prefix (sk_live_, rk_live_); any other is read as a sandbox's, the
+ * lower limit.  Whether Connect calls (Stripe-Account) count against the
+ * platform is not documented: they are counted against it (tenant_unit
+ * false) unless settings.rate_limit_scope says "tenant".  The endpoint is
+ * the collection: GET /v1/events, /v1/subscriptions/{id} and its list are
+ * /v1/events and /v1/subscriptions.  Evenly spaced, as Stripe counts each
+ * second.
+ */
+static void
+stripe_pace(const WiSource *src, const char *path, WiPace *out, bool *tenant_unit)
+{
+	bool		live = src->api_token != NULL &&
+		(strncmp(src->api_token, "sk_live_", 8) == 0 || strncmp(src->api_token, "rk_live_", 8) == 0);
+	const char *p = path;
+	int			slashes = 0;
+	size_t		n = 0;
+
+	out->units[0].rate = live ? 100 : 25;
+	out->units[0].burst = 1;
+	/* "/v1/{collection}": up to the third slash or the query */
+	while (p[n] != '\0' && p[n] != '?' && !(p[n] == '/' && ++slashes == 3))
+		n++;
+	snprintf(out->units[1].key, WI_PACE_KEY_LEN, "%.*s", (int) Min(n, WI_PACE_KEY_LEN - 1), p);
+	out->units[1].rate = 25;
+	out->units[1].burst = 1;
+	*tenant_unit = false;
+}
+
 const WiAdapter wi_adapter_stripe = {
 	.kind = "stripe",
 	.type_map = stripe_type_map,
@@ -186,4 +218,5 @@ const WiAdapter wi_adapter_stripe = {
 	.events_window_s = STRIPE_EVENTS_WINDOW_S,
 	.scope_headers = stripe_scope_headers,
 	.tenants_url = stripe_tenants_url,
+	.pace = stripe_pace,
 };

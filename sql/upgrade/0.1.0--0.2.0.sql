@@ -813,3 +813,17 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.tenants', '');
 -- deliveries register per hour (settings.tenants_per_hour), counted by this
 -- index.
 CREATE INDEX tenants_recent_idx ON @extschema@.tenants (source_id, first_seen) WHERE discovered_by = 'delivery';
+
+-- Pacing within the providers' documented limits (extension/pace.c): the
+-- settings rate_limit, endpoint_rate_limit and rate_limit_scope, checked
+-- (_worker_source(), which returns them, and sweep_now(), whose tenant now
+-- defaults to every tenant, are dropped above and re-created below).
+ALTER TABLE @extschema@.sources ADD CONSTRAINT sources_pacing_check CHECK (
+	CASE WHEN NOT settings ? 'rate_limit' THEN true
+		 WHEN jsonb_typeof(settings -> 'rate_limit') = 'number' THEN (settings ->> 'rate_limit')::numeric > 0
+		 ELSE false END
+	AND CASE WHEN NOT settings ? 'endpoint_rate_limit' THEN true
+		 WHEN jsonb_typeof(settings -> 'endpoint_rate_limit') = 'number'
+		 THEN (settings ->> 'endpoint_rate_limit')::numeric > 0
+		 ELSE false END
+	AND (NOT settings ? 'rate_limit_scope' OR settings ->> 'rate_limit_scope' IN ('platform', 'tenant')));
