@@ -249,7 +249,7 @@ handle_counters(sim_api *api, struct evhttp_request *req)
 	render_counts(&b, &api->effects);
 	sb_puts(&b, ",\"scopes\":");
 	render_counts(&b, &api->scopes);
-	sb_printf(&b, ",\"account_lists\":%ld", api->account_lists);
+	sb_printf(&b, ",\"account_lists\":%ld,\"rate_limited\":%ld", api->account_lists, api->rate_limited);
 	sb_putc(&b, '}');
 	api_reply(req, 200, b.data);
 	sb_free(&b);
@@ -397,6 +397,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 		api->lists = 0;
 		api->faulted = 0;
 		api->gql_throttled = 0;
+		api->rate_limited = 0;
 		api_reply(req, 200, "{\"ok\":true}");
 	}
 	else if (strcmp(path, "/_sim/faults") == 0 && method == EVHTTP_REQ_POST)
@@ -524,6 +525,9 @@ request_cb(struct evhttp_request *req, void *arg)
 	}
 	if (prov->count != NULL)
 		prov->count(api, req, u.path);
+	/* past the provider's documented limits: its own refusal (limits.c) */
+	if (api->rate_limit && prov->limit != NULL && !prov->limit(api, req, u.path))
+		goto done;
 	f = api_draw_fault(api, u.path, 0);
 	if (f && f->mode == FAULT_SLOW)
 	{
@@ -560,12 +564,17 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	api->model = model;
 	snprintf(api->host, sizeof(api->host), "%s", host);
 	api->api_token = opt->api_token ? xstrdup(opt->api_token) : NULL;
+	api->rate_limit = opt->rate_limit;
 	api->idem_ttl = opt->idempotency_ttl > 0 ? opt->idempotency_ttl : 86400;
 	api->gql_max = opt->shopify_bucket_max > 0 ? opt->shopify_bucket_max : 2000;
 	api->gql_rate = opt->shopify_bucket_rate > 0 ? opt->shopify_bucket_rate : 100;
-	api->gql_level = api->gql_max;
-	api->gql_at = now_monotonic();
 	shopify_shops_init(api, opt);
+	api->gql = xcalloc((size_t) api->nshops + 1, sizeof(*api->gql));
+	for (int i = 0; i <= api->nshops; i++)
+	{
+		api->gql[i].level = api->gql_max;
+		api->gql[i].at = now_monotonic();
+	}
 	api->status = status;
 	api->status_arg = status_arg;
 	rng_seed(&api->fault_rng, opt->seed ^ 0xfa017ULL);
@@ -650,6 +659,8 @@ api_stop(sim_api *api)
 		fclose(api->request_log);
 	if (api->request_times)
 		fclose(api->request_times);
+	limits_free(api);
+	free(api->gql);
 	idmap_free(&api->fetches);
 	idmap_free(&api->scopes);
 	idmap_free(&api->effects);

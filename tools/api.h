@@ -38,6 +38,7 @@ typedef struct api_options
 	const char *api_token;		/* NULL: no auth */
 	gh_app_options github_app;	/* app_id NULL: no GitHub App */
 	const char *request_log;	/* file: one line per API request, or NULL */
+	int			rate_limit;		/* enforce the providers' documented limits (limits.c) */
 	const char *request_times;	/* file: the same lines, each with its time
 								 * and Stripe-Account, or NULL */
 	int			idempotency_ttl;	/* seconds Stripe keeps a key (86400) */

@@ -39,6 +39,8 @@ typedef struct idem_entry
 	int64_t		created;		/* wall clock */
 } idem_entry;
 
+typedef struct sim_limits sim_limits;
+
 struct sim_api
 {
 	struct event_base *base;
@@ -51,6 +53,9 @@ struct sim_api
 	int			idem_ttl;
 	FILE	   *request_log;
 	FILE	   *request_times;
+	int			rate_limit;		/* --rate-limit: the providers' limits enforced */
+	sim_limits *limits;			/* their windows (limits.c) */
+	long		rate_limited;	/* requests refused past a limit */
 	status_fn	status;
 	void	   *status_arg;
 
@@ -62,8 +67,15 @@ struct sim_api
 	/* Shopify GraphQL: the leaky bucket of query cost (shopify_graphql.c) */
 	double		gql_max;
 	double		gql_rate;		/* points restored per second */
-	double		gql_level;		/* points available at gql_at */
-	double		gql_at;			/* monotonic seconds */
+	/*
+	 * one bucket per shop (Shopify meters "the combination of the app and
+	 * store"): [0] the shop of api_base, [k] a Shopify app's shop k
+	 */
+	struct gql_bucket
+	{
+		double		level;		/* points available at `at` */
+		double		at;			/* monotonic seconds */
+	}		   *gql;
 	long		gql_throttled;	/* THROTTLED answers */
 
 	/* a Shopify app's shops: their tokens (shopify_api.c) */
@@ -107,7 +119,14 @@ typedef struct sim_provider
 	void		(*count) (sim_api *api, struct evhttp_request *req, const char *path);
 	void		(*handle) (sim_api *api, struct evhttp_request *req, const char *path,
 						   const char *query);
+	/* with --rate-limit: 1 when the request is within the provider's limits, 0 answered */
+	int			(*limit) (sim_api *api, struct evhttp_request *req, const char *path);
 } sim_provider;
+
+/* ---------- limits.c ---------- */
+extern int	limits_stripe(sim_api *api, struct evhttp_request *req, const char *path);
+extern int	limits_github(sim_api *api, struct evhttp_request *req, const char *path);
+extern void limits_free(sim_api *api);
 
 extern const sim_provider stripe_provider;		/* stripe_api.c: /v1/ */
 extern const sim_provider shopify_provider;		/* shopify_api.c: /admin/ */

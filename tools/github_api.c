@@ -397,4 +397,5 @@ const sim_provider github_provider = {
 	.unauthorized = "Bad credentials",
 	.count = github_count,
 	.handle = github_handle,
+	.limit = limits_github,
 };

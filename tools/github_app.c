@@ -804,4 +804,5 @@ const sim_provider github_app_provider = {
 	.reply_error = github_app_reply_error,
 	.unauthorized = "Bad credentials",
 	.handle = github_app_handle,
+	.limit = limits_github,
 };

@@ -136,6 +136,11 @@ serve_help(void)
 		 "  --request-log FILE       write one line per API request: METHOD path?query\n"
 		 "  --request-times FILE     one line per API request: EPOCH.USEC METHOD path?query ACCOUNT\n"
 		 "                           (its Stripe-Account, - without one)\n"
+		 "  --rate-limit             enforce the providers' documented rate limits, answering as\n"
+		 "                           they do past them: Stripe 100/s for a live key, 25/s for any\n"
+		 "                           other, 25/s per endpoint (429, Stripe-Rate-Limited-Reason);\n"
+		 "                           GitHub 900 a minute per endpoint (403, retry-after) and 5,000\n"
+		 "                           an hour per installation (unless --github-rate-limit)\n"
 		 "  --idempotency-ttl SECS   how long an Idempotency-Key is kept (default 86400)\n"
 		 "  --shopify-bucket MAX:RATE\n"
 		 "                           Shopify GraphQL cost bucket: MAX points, restored RATE/s\n"
@@ -375,6 +380,7 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"api-token", required_argument, NULL, 16},
 		{"request-log", required_argument, NULL, 17},
 		{"request-times", required_argument, NULL, 48},
+		{"rate-limit", no_argument, NULL, 49},
 		{"types", required_argument, NULL, 23},
 		{"epoch", required_argument, NULL, 24},
 		{"idempotency-ttl", required_argument, NULL, 25},
@@ -522,6 +528,9 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 				break;
 			case 48:
 				o->api.request_times = optarg;
+				break;
+			case 49:
+				o->api.rate_limit = 1;
 				break;
 			case 23:
 				o->types = model_parse_types(optarg);
@@ -696,6 +705,12 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		f->share = o->fault_5xx;
 		f->retry_after = o->retry_after;
 		f->count = -1;
+	}
+	/* GitHub's documented minimum for an installation, unless given */
+	if (o->api.rate_limit && o->api.github_app.rate_limit == 0)
+	{
+		o->api.github_app.rate_limit = 5000;
+		o->api.github_app.rate_window = 3600;
 	}
 	return 0;
 }

@@ -5,8 +5,8 @@
  *		{"query", "variables", "operationName"}, QueryRoot.order(id:) and
  *		QueryRoot.orders(first:, after:, sortKey:, query:) with their
  *		connection (nodes, edges, pageInfo), and the cost extension of
- *		every answer with a leaky bucket (THROTTLED when a query costs more
- *		than is left).
+ *		every answer with a leaky bucket per shop (THROTTLED when a query
+ *		costs more than is left in its shop's).
  *
  * A query is parsed and validated before it runs, as GraphQL servers do:
  * a field its type does not have is answered with Shopify's error shape
@@ -512,7 +512,8 @@ requested_cost(rctx *r, const char *type, gql_field *parent, double each)
 }
 
 static void
-cost_extension(sbuf *out, double requested, double actual, int have_actual, const sim_api *api)
+cost_extension(sbuf *out, double requested, double actual, int have_actual, const sim_api *api,
+			   const struct gql_bucket *b)
 {
 	sb_printf(out, "\"extensions\":{\"cost\":{\"requestedQueryCost\":%.0f,\"actualQueryCost\":", requested);
 	if (have_actual)
@@ -520,7 +521,7 @@ cost_extension(sbuf *out, double requested, double actual, int have_actual, cons
 	else
 		sb_puts(out, "null");
 	sb_printf(out, ",\"throttleStatus\":{\"maximumAvailable\":%.1f,\"currentlyAvailable\":%.0f,"
-			  "\"restoreRate\":%.1f}}}", api->gql_max, api->gql_level, api->gql_rate);
+			  "\"restoreRate\":%.1f}}}", api->gql_max, b->level, api->gql_rate);
 }
 
 static void
@@ -560,6 +561,7 @@ shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *ver
 				cost;
 	double		requested,
 				now;
+	struct gql_bucket *bucket;
 	char		opname[140];
 	const char *ctype = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
 
@@ -630,10 +632,12 @@ shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *ver
 	rc.path[rc.npath++] = opname;
 	requested = requested_cost(&rc, "QueryRoot", &doc.root, 1);
 	now = now_monotonic();
-	api->gql_level += (now - api->gql_at) * api->gql_rate;
-	if (api->gql_level > api->gql_max)
-		api->gql_level = api->gql_max;
-	api->gql_at = now;
+	/* the shop's own bucket: another shop's queries cost it nothing */
+	bucket = &api->gql[shopify_request_shop >= 0 && shopify_request_shop <= api->nshops ? shopify_request_shop : 0];
+	bucket->level += (now - bucket->at) * api->gql_rate;
+	if (bucket->level > api->gql_max)
+		bucket->level = api->gql_max;
+	bucket->at = now;
 	if (requested > GQL_MAX_COST)
 	{
 		char		msg[200];
@@ -641,15 +645,15 @@ shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *ver
 		snprintf(msg, sizeof(msg), "Query cost is %.0f, which exceeds the single query max cost limit (%d).",
 				 requested, GQL_MAX_COST);
 		add_error(&err, msg, 0, 0, NULL, 0, "MAX_COST_EXCEEDED", NULL, NULL);
-		cost_extension(&cost, requested, 0, 0, api);
+		cost_extension(&cost, requested, 0, 0, api, bucket);
 		reply_errors(req, &err, cost.data);
 		goto done;
 	}
-	if (requested > api->gql_level)
+	if (requested > bucket->level)
 	{
 		api->gql_throttled++;
 		add_error(&err, "Throttled", 0, 0, NULL, 0, "THROTTLED", NULL, NULL);
-		cost_extension(&cost, requested, 0, 0, api);
+		cost_extension(&cost, requested, 0, 0, api, bucket);
 		reply_errors(req, &err, cost.data);
 		goto done;
 	}
@@ -657,15 +661,15 @@ shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *ver
 	sb_puts(&out, "{\"data\":");
 	render_sel(&rc, &out, "QueryRoot", NULL, &doc.root);
 	/* what the query cost in the end is taken; the rest of the request is refunded */
-	api->gql_level -= rc.cost < requested ? rc.cost : requested;
+	bucket->level -= rc.cost < requested ? rc.cost : requested;
 	if (err.n > 0)
 	{
-		cost_extension(&cost, requested, rc.cost, 1, api);
+		cost_extension(&cost, requested, rc.cost, 1, api, bucket);
 		reply_errors(req, &err, cost.data);
 		goto done;
 	}
 	sb_putc(&out, ',');
-	cost_extension(&out, requested, rc.cost, 1, api);
+	cost_extension(&out, requested, rc.cost, 1, api, bucket);
 	sb_putc(&out, '}');
 	api_reply(req, 200, out.data);
 

@@ -786,4 +786,5 @@ const sim_provider stripe_provider = {
 	.unauthorized = "Invalid API Key provided",
 	.count = stripe_count,
 	.handle = stripe_handle,
+	.limit = limits_stripe,
 };

@@ -3,8 +3,9 @@
 # 25/s per endpoint by default), Connect calls counted against the
 # platform, per source settings, and fetches on notify before sweeps.
 #
-# webhook-sim plays a platform with 50 connected accounts and writes the
-# time of every request it is sent (--request-times).  Then:
+# webhook-sim plays a platform with 50 connected accounts, enforces Stripe's
+# sandbox limits (--rate-limit: 429 past them) and writes the time of every
+# request it is sent (--request-times).  Then:
 #  - sweep_now(source, type) without a tenant sweeps every active tenant,
 #    one pass each (it used to sweep only the platform's own, empty,
 #    account), filling the mirror at the default limits: no second holds
@@ -18,6 +19,8 @@
 #    fetched within a second, while the round still has tenants to go, and
 #    the round and the fetch together still keep to 5/s; sweep_backlog shows
 #    the passes still due, pace_status() the platform's unit;
+#  - the simulator never had to refuse a request, and the mirror equals its
+#    truth;
 #  - settings outside sources_pacing_check are refused with its error.
 use strict;
 use warnings;
@@ -39,7 +42,7 @@ add_source($node, $src, 'stripe', 'whsec_pace', 'http://127.0.0.1:9');
 # the scenario's changes all happened two days ago: nothing for the rounds to repair once filled
 my $sim = start_sim('--seed', 316, '--objects', 2 * $accounts, '--events', 2 * $accounts,
 	'--epoch', time() - 2 * 86400, '--types', 'subscription', '--stripe', "$src:whsec_pace",
-	'--connect-accounts', $accounts, '--request-times', $times);
+	'--connect-accounts', $accounts, '--request-times', $times, '--rate-limit');
 $node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET api_base = '$sim->{url}' WHERE name = '$src'");
 is($node->safe_psql('postgres', "SELECT webhook_inbox.discover_tenants('$src')"), $accounts,
 	"GET /v1/accounts lists the $accounts accounts");
@@ -147,6 +150,11 @@ $busiest = busiest_second(@round);
 cmp_ok($busiest, '<=', 5, "the round and the fetch: at most 5 requests in any second ($busiest)");
 is($node->safe_psql('postgres', qq{
 	SELECT count(*) FROM webhook_inbox.sweep_backlog WHERE source = '$src'}), 0, 'sweep_backlog: nothing due after the round');
+
+# the simulator enforced Stripe's sandbox limits throughout: it never had to refuse
+my (undef, $counters) = http_json('GET', "$sim->{url}/_sim/counters");
+is($counters->{rate_limited}, 0, 'no request was answered 429 by the limit-enforcing simulator');
+verify_source($node, $src, $sim, 'after the sweeps');
 
 # ---- settings the pacing cannot use are refused ----
 for my $bad ('{"rate_limit": 0}', '{"rate_limit": "fast"}', '{"endpoint_rate_limit": -1}', '{"rate_limit_scope": "shop"}')
