@@ -164,5 +164,6 @@ for my $bad ('{"rate_limit": 0}', '{"rate_limit": "fast"}', '{"endpoint_rate_lim
 	like($err, qr/violates check constraint "sources_pacing_check"/, "settings $bad: refused by sources_pacing_check");
 }
 
+stop_proc($sim);
 $node->stop;
 done_testing();
