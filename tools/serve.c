@@ -742,9 +742,9 @@ cmd_serve(int argc, char **argv)
 			   c.sources, c.nsources);
 	model_set_connect(&c.model, opt.connect_accounts);
 	model_set_shops(&c.model, opt.shopify_shops);
-	for (int i = 0; i < c.nsources; i++)
-		if (c.sources[i].kind == WI_KIND_shopify && opt.api.shopify_client_secret == NULL)
-			opt.api.shopify_client_secret = c.sources[i].secret;
+	for (int s = 0; s < c.nsources; s++)
+		if (c.sources[s].kind == WI_KIND_shopify && opt.api.shopify_client_secret == NULL)
+			opt.api.shopify_client_secret = c.sources[s].secret;
 	/* live: the clock follows real time, so Stripe's created filters work */
 	c.model.follow_wall = opt.deliver_to != NULL && opt.epoch == INT64_MIN;
 	rng_seed(&c.chaos, opt.seed ^ 0xc4a05c4a05ULL);
