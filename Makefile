@@ -112,7 +112,7 @@ all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
 install: install-subdirs install-man
 clean: clean-subdirs
 
-.PHONY: subdirs install-subdirs install-man clean-subdirs test run bench fuzz fuzz-intake print-sql-parts dist deb \
+.PHONY: subdirs install-subdirs install-man clean-subdirs test test-matrix run bench fuzz fuzz-intake print-sql-parts dist deb \
 	installcheck-regress installcheck-isolation installcheck-tap
 subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
@@ -153,6 +153,9 @@ deb:
 # The README's two commands.
 test:
 	@scripts/test.sh
+# The suites on the other PostgreSQL majors only (WI_PG_MAJORS, default 17 18)
+test-matrix:
+	@scripts/test-majors.sh
 run:
 	@scripts/run.sh
 bench:

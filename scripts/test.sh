@@ -72,9 +72,16 @@ done
 
 [ -n "$SMALL_FS" ] && umount "$SMALL_FS"
 
+# The other PostgreSQL majors (scripts/test-majors.sh): WI_PG_MAJORS, by
+# default 17 and 18 when every suite runs; WI_PG_MAJORS="" for none.
+if [ -z "${WI_SUITES:-}" ] || [ -n "${WI_PG_MAJORS:-}" ]; then
+	WI_PG_FIRST_INSTALLED=1 WI_MAJORS_OUT="$WORK/majors.out" scripts/test-majors.sh || failed="$failed majors"
+fi
+
 # Last: the suites that failed, then the TAP runner's summary (its report of
 # failed files and its Result line) again, so that it is what a reader sees.
 echo "=== summary ==="
+[ -f "$WORK/majors.out" ] && cat "$WORK/majors.out"
 [ -n "$failed" ] && echo "failed suites:$failed (work tree kept in $WORK)"
 if [ -f "$TAP_OUT" ]; then
 	sed -n '/^Test Summary Report/,/^Result:/p; /^All tests successful/,/^Result:/p' "$TAP_OUT"
