@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make deb: builds the Debian packages (debian/, pg_buildext) out of a copy
 # of the tree, so the work tree stays clean:
-#   postgresql-15-webhook-inbox  the extension and its background worker
+#   postgresql-N-webhook-inbox   the extension and its background worker, one
+#                                package per PostgreSQL major (debian/pgversions)
 #   webhook-receiver             the receiver, its man page, systemd service
 #                                and /etc/webhook-receiver/receiver.conf
 #   webhook-sim                  the simulator and its man page

@@ -22,14 +22,17 @@ is($meta->{version}, $version, 'the distribution is the release');
 is($meta->{'meta-spec'}{version}, '1.0.0', 'meta-spec 1.0.0');
 is($meta->{license}, 'postgresql', 'the PostgreSQL License');
 like(slurp_file('LICENSE'), qr/\APostgreSQL License\n\nCopyright/, 'LICENSE is the PostgreSQL License');
-# the supported majors, once: debian/pgversions names them (one: 15), and
-# META.json's ranges and the README say the same ("15.0.0" alone would be
-# PGXN's "15 or later")
+# the supported majors, once: 15 and every later one (pg_compat.h; 15 to 18
+# tested), as debian/pgversions ("15+": a package per installed server-dev),
+# META.json's ranges (PGXN's ">= 15.0.0": 15 or later) and the README say
 my @majors = grep { /\S/ } split /\n/, slurp_file('debian/pgversions');
-is("@majors", '15', 'debian/pgversions: PostgreSQL 15, and no later major');
-is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '>= 15.0.0, < 16.0.0', 'PostgreSQL 15 at run time, and no later major');
-is($meta->{prereqs}{test}{requires}{PostgreSQL}, '>= 15.0.0, < 16.0.0', 'and for the tests');
-like(slurp_file('README.md'), qr/^PostgreSQL 15 only\b/m, 'the README says PostgreSQL 15 only');
+is("@majors", '15+', 'debian/pgversions: PostgreSQL 15 and later');
+is($meta->{prereqs}{runtime}{requires}{PostgreSQL}, '>= 15.0.0', 'PostgreSQL 15 or later at run time');
+is($meta->{prereqs}{test}{requires}{PostgreSQL}, '>= 15.0.0', 'and for the tests');
+like(slurp_file('README.md'), qr/^PostgreSQL 15, 16, 17 and 18 \(`META.json` declares `>= 15.0.0`, `debian\/pgversions` 15\+\)/m,
+	'the README names the majors and the declarations');
+like(slurp_file('extension/pg_compat.h'), qr/^#error "webhook_inbox needs PostgreSQL 15 or later"$/m,
+	'and the build refuses an earlier major');
 my $ext = $meta->{provides}{webhook_inbox};
 is($ext->{version}, $version, 'the extension is the release');
 ok(-f $ext->{file}, "its file $ext->{file} exists");
