@@ -7,7 +7,8 @@
 #	then every credential function (create_source with a signing secret and
 #	an api_token, rotate_secret, retire_secret, set_github_app,
 #	set_tenant_credentials with a refresh token) fails once and succeeds
-#	once.  The receiver verifies a good and a bad delivery.  No secret is
+#	once; the same through node-postgres's bound parameters (where node
+#	is installed).  The receiver verifies a good and a bad delivery.  No secret is
 #	in the server's log, the receiver's log or pg_stat_statements, though
 #	the failures and the statements are (so the search is of what was
 #	logged); a secret written into a statement the old way is found by the
@@ -17,6 +18,7 @@ use strict;
 use warnings;
 
 use lib 'receiver/t';
+use Cwd ();
 use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
@@ -131,6 +133,56 @@ is(join("\n", @errors), join("\n",
 is($node->safe_psql('postgres', q{SELECT (SELECT count(*) FROM webhook_inbox.sources WHERE name IN ('st319', 'shop319'))
 	|| ' ' || (SELECT string_agg(kind || ':' || status, ',' ORDER BY kind) FROM webhook_inbox.tenant_credentials_status)}),
 	'2 github_app:active,shopify_shop:active', 'and succeeded once');
+
+# bound parameters from a client library (node-postgres, when node is here),
+# in a session that sets log_parameter_max_length = 0 as the page says
+my %bound = (bp_signing => 'whsec_BOUND319a1b2c3d4', bp_shop => 'shpat_BOUND319e5f6a7b8');
+SKIP:
+{
+	skip 'node and npm are not installed', 2 unless grep { -x "$_/node" } split /:/, $ENV{PATH};
+	my $dir = Cwd::abs_path('examples/node');
+	unless (-d "$dir/node_modules/pg")
+	{
+		my ($o, $e) = ('', '');
+		IPC::Run::run([ 'npm', 'ci', '--no-audit', '--no-fund' ], '>', \$o, '2>', \$e, init => sub { chdir $dir });
+		skip "npm ci failed: $e", 2 if $?;
+	}
+	spew("$tmp/$_.secret", "$bound{$_}\n") for keys %bound;
+	spew("$tmp/bound.js", <<'JS');
+const { Client } = require('pg');
+const fs = require('fs');
+const read = (f) => fs.readFileSync(f, 'utf8').replace(/\n$/, '');
+const calls = [
+  ["SELECT webhook_inbox.create_source($1, 'stripe', $2)", ['bp319', read('bp_signing.secret')]],
+  ["SELECT webhook_inbox.create_source($1, 'stripe', $2)", ['bp319', read('bp_signing.secret')]],
+  ["SELECT webhook_inbox.rotate_secret($1, $2)", ['bp319', read('bp_signing.secret')]],
+  ["SELECT webhook_inbox.set_tenant_credentials($1, $2, 'shopify_shop', $3, now() - interval '1 hour')",
+   ['shop319', 'b319.myshopify.com', read('bp_shop.secret')]],
+  ["SELECT webhook_inbox.set_tenant_credentials($1, $2, 'shopify_shop', $3, now() + interval '1 hour')",
+   ['shop319', 'b319.myshopify.com', read('bp_shop.secret')]],
+  ["SELECT webhook_inbox.set_github_app($1, '123458', $2)", ['gh-app', read('bp_shop.secret')]],
+  ["SELECT webhook_inbox.set_github_app($1, '123458', $2)", ['gh-app', fs.readFileSync('app.pem', 'utf8')]],
+];
+(async () => {
+  const c = new Client();
+  await c.connect();
+  await c.query('SET log_parameter_max_length = 0');
+  for (const [q, p] of calls) {
+    try { await c.query(q, p); console.log('ok'); } catch (e) { console.log(`${e.code}: ${e.message}`); }
+  }
+  await c.end();
+})();
+JS
+	my ($o, $e) = ('', '');
+	local $ENV{NODE_PATH} = "$dir/node_modules";
+	local @ENV{qw(PGHOST PGPORT PGDATABASE PGUSER)} = ($node->host, $node->port, 'postgres', scalar getpwuid($<));
+	IPC::Run::run([ 'node', "$tmp/bound.js" ], '>', \$o, '2>', \$e, init => sub { chdir $tmp or die "chdir: $!" });
+	is($o, join('', map { "$_\n" } 'ok', '42710: source "bp319" already exists', '42710: source "bp319" already has this secret',
+			'22023: expires_at is not in the future', 'ok', '22023: private key is not in PEM format', 'ok'),
+		'node-postgres with bound parameters: each call fails and succeeds') or diag($e);
+	%secret = (%secret, %bound);
+	pass('the bound secrets are searched for too');
+}
 
 # the receiver verifies with the secrets it reads: a good and a bad signature
 my $rcv = start_receiver($node);
