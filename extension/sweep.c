@@ -80,11 +80,12 @@ targets_step(void *arg)
  * notifications to be quiet, fetch_delay, and nothing wakes the worker
  * when they are), the sweeps stop after the pass under way, the worker's
  * round makes its fetches, and the next call goes on with the passes left
- * (the round of sweeps is kept, not looked for again).  A pass's requests wait for their slots within the
+ * (the round of sweeps is kept, not looked for again).  Returns whether
+ * it stopped with passes left: the worker then goes on without a naptime.  A pass's requests wait for their slots within the
  * provider's limits (pace.c), so a round over N tenants takes the time the
  * limits allow, and the fetches share the same budget.
  */
-void
+bool
 wi_sweep_due(const WiSteps *steps)
 {
 	static TimestampTz last_check = 0;
@@ -95,7 +96,7 @@ wi_sweep_due(const WiSteps *steps)
 	uint64		wakeups;
 
 	if (wi_sweep_interval_s <= 0 && wi_full_sweep_interval_s <= 0)
-		return;
+		return false;
 	if (next >= round.n)
 	{
 		/* a new round: what is due now, looked for at most once a second */
@@ -103,12 +104,12 @@ wi_sweep_due(const WiSteps *steps)
 		MemoryContext old;
 
 		if (now - last_check < USECS_PER_SEC)
-			return;
+			return false;
 		last_check = now;
 		/* the tenants first, so that a tenant the provider lists is swept too */
 		wi_tenants_due(steps);
 		if (wi_step_run(steps, targets_step, &tg) != NULL)
-			return;
+			return false;
 		if (round_cxt == NULL)
 			round_cxt = AllocSetContextCreate(TopMemoryContext, "webhook_inbox sweep round",
 											  ALLOCSET_SMALL_SIZES);
@@ -137,7 +138,7 @@ wi_sweep_due(const WiSteps *steps)
 		/* the worker's round first: the round of sweeps goes on after it */
 		if (wi_wakeups() != wakeups ||
 			TimestampDifferenceExceeds(now, GetCurrentTimestamp(), wi_naptime_ms))
-			return;
+			return true;
 		next++;
 		/* a source inside its Retry-After window is swept once it ends */
 		if (GetCurrentTimestamp() < wi_rate_for(round.source_ids[i])->not_before)
@@ -145,6 +146,7 @@ wi_sweep_due(const WiSteps *steps)
 		(void) wi_sweep_run(steps, round.source_ids[i], round.tenants[i], round.types[i], round.layers[i],
 							"schedule");
 	}
+	return false;
 }
 
 /* ---------- sweep_now ---------- */

@@ -10,8 +10,11 @@
 
 #include "step.h"
 
-/* Runs the sweeps that are due; looks at most once a second (sweep.c). */
-extern void wi_sweep_due(const WiSteps *steps);
+/*
+ * Runs the sweeps that are due, looking at most once a second; true when
+ * it stopped for the worker's round with passes left (sweep.c).
+ */
+extern bool wi_sweep_due(const WiSteps *steps);
 
 /*
  * Lists the tenants of every source that may have some, once per

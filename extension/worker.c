@@ -167,8 +167,9 @@ wi_worker_main(Datum main_arg)
 				more = wi_round_run(&steps);
 				if (!got_sigterm && effects_round())
 					more = true;
-				if (!got_sigterm)
-					wi_sweep_due(&steps);
+				/* a round of sweeps that stopped for the worker's round goes on at once */
+				if (!got_sigterm && wi_sweep_due(&steps))
+					more = true;
 			}
 		}
 		MemoryContextSwitchTo(TopMemoryContext);
