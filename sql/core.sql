@@ -490,7 +490,7 @@ BEGIN
 		RAISE EXCEPTION 'settings.rate_limit_scope must be "platform" or "tenant"'
 			USING ERRCODE = 'invalid_parameter_value',
 				  DETAIL = format('It is %s.', p_settings -> 'rate_limit_scope'),
-				  HINT = 'platform: the source and all its tenants count against one limit; tenant: each tenant against its own.';
+				  HINT = '"platform" counts the source and all its tenants against one limit, "tenant" each tenant against its own.';
 	END IF;
 END
 $$;
