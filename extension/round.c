@@ -751,7 +751,7 @@ fetch_done(WiHttpRequest *req, void *arg)
 				  : psprintf("http %ld from the read API", status), -1, 0);
 	else
 		wi_give_back(rd->steps, c->token, GIVE_QUARANTINE,
-				  req->error ? psprintf("unusable answer: %s", req->error)
+				  req->error ? psprintf("unusable_answer: %s", req->error)
 				  : psprintf("http %ld: unexpected answer from the read API", status), 0, 0);
 	/* free the body now: a round may hold many */
 	if (req->body.data)

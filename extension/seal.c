@@ -274,7 +274,9 @@ wi_unseal_with(const bytea *sealed, const char *context, const char *key_file)
 				 errmsg("secret for %s was encrypted under another key", context),
 				 errdetail("It was encrypted under key id %s; key file \"%s\" holds key id %s.",
 						   want, key_file, have),
-				 errhint("Set webhook_inbox.key_file to the key the secrets were encrypted with, or set the credentials again.")));
+				 strncmp(context, "sources(", 8) == 0 ?
+				 errhint("Set webhook_inbox.key_file to the key the secrets were encrypted with; after a rotation to a new key, run SELECT webhook_inbox.reencrypt_source_secrets('<the old key file>');") :
+				 errhint("Set webhook_inbox.key_file to the key the secrets were encrypted with; after a rotation to a new key, run SELECT webhook_inbox.reencrypt_credentials('<the old key file>');")));
 	}
 	clen = n - SEAL_HEAD_LEN - SEAL_TAG_LEN;
 	out = palloc(clen + 1);

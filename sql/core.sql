@@ -496,6 +496,53 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@._check_pacing(jsonb) IS
 	'Raises, saying which and why, when a source''s pacing settings (rate_limit, endpoint_rate_limit, rate_limit_scope) are not what sources_pacing_check allows: create_source() calls it so that the error names the setting rather than the row.';
+/*
+ * The settings keys a source may have, each with what reads it: the one
+ * list create_source() checks a source's settings against.  A change that
+ * reads a new key adds it here (and to docs/sql.md's table).
+ */
+CREATE FUNCTION @extschema@._source_settings(OUT key text, OUT meaning text)
+RETURNS SETOF record
+LANGUAGE sql IMMUTABLE AS $$
+	VALUES
+		('api', '(shopify) the Admin API the worker reads, graphql (the default) or rest'),
+		('api_version', '(shopify, github) the API version requests name'),
+		('auth_format', '(generic) how api_token is written into auth_header'),
+		('auth_header', '(generic) the header that carries api_token'),
+		('auth_prefix', '(generic) the text before api_token in auth_header'),
+		('connect', '(stripe) a Connect platform: its accounts are listed (GET /v1/accounts) and swept'),
+		('effects', 'the effects'' options: lookup, retry_same_key, key_retention, list_refunds (docs/effects.md)'),
+		('encoding', '(hmac) the signature''s encoding, hex or base64'),
+		('endpoint_rate_limit', 'the requests per second one endpoint of the read API may take'),
+		('event_id_header', '(generic) the header naming the event id'),
+		('event_id_path', '(generic) the JSON path of the event id in the body'),
+		('event_type_header', '(generic) the header naming the event type'),
+		('event_type_path', '(generic) the JSON path of the event type in the body'),
+		('fetch_url', '(generic) the URL template reading one object'),
+		('github_app_id', '(github) the GitHub App''s id (set by set_github_app())'),
+		('github_client_id', '(github) the GitHub App''s client id (set by set_github_app())'),
+		('header', '(hmac) the header carrying the signature'),
+		('id_header', '(hmac) the header naming the delivery id'),
+		('items_path', '(generic) the JSON path of the items of a listing'),
+		('list_url', '(generic) the URL template listing objects'),
+		('prefix', '(hmac) the text before the signature in its header'),
+		('rate_limit', 'the requests per second the read API may take'),
+		('rate_limit_scope', 'what rate_limit counts: the source or each tenant'),
+		('repo', '(github) the repositories a source that is no app lists'),
+		('shop_base_url', '(shopify app) where a shop''s API lives, {shop} replaced (a simulator)'),
+		('shopify_client_id', '(shopify app) the client id its token refreshes send'),
+		('status_path', '(generic) the JSON path of an object''s status'),
+		('stripe_version', '(stripe) the Stripe-Version every request pins'),
+		('template', '(hmac) what is signed, {body} and {timestamp} replaced'),
+		('tenants', 'the source serves several tenants (a Shopify app''s shops)'),
+		('tenants_per_hour', 'the new tenants deliveries may register per hour'),
+		('timestamp_header', '(hmac) the header carrying the signed timestamp'),
+		('types', '(generic) the object types the read API lists'),
+		('unwrap_path', '(generic) the JSON path of the object in a read answer'),
+		('version_path', '(generic) the JSON path of an object''s version')
+$$;
+COMMENT ON FUNCTION @extschema@._source_settings() IS
+	'Every settings key a source may have and what reads it: create_source() refuses any other.';
 
 CREATE FUNCTION @extschema@.create_source(
 	name text, kind text, secret text,
@@ -506,6 +553,7 @@ RETURNS integer
 LANGUAGE plpgsql AS $$
 DECLARE
 	new_id integer;
+	unknown text;
 BEGIN
 	IF name IS NULL OR name !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' THEN
 		RAISE EXCEPTION 'invalid source name "%"', name
@@ -528,6 +576,22 @@ BEGIN
 			USING ERRCODE = 'invalid_parameter_value';
 	END IF;
 	PERFORM webhook_inbox._check_pacing(settings);
+	/* a mistyped key would be ignored, and surface much later as something else */
+	SELECT string_agg(pg_catalog.format('"%s"', k), ', ' ORDER BY k) INTO unknown
+	  FROM pg_catalog.jsonb_object_keys(settings) k
+	 WHERE k NOT IN (SELECT x.key FROM webhook_inbox._source_settings() x);
+	IF unknown IS NOT NULL THEN
+		RAISE EXCEPTION 'unknown settings key %', unknown
+			USING ERRCODE = 'invalid_parameter_value',
+				  DETAIL = 'The known keys: ' || (SELECT string_agg(x.key, ', ' ORDER BY x.key)
+												  FROM webhook_inbox._source_settings() x) || '.',
+				  HINT = 'SELECT * FROM webhook_inbox._source_settings() says what each one does.';
+	END IF;
+	IF kind = 'shopify' AND settings ? 'api' AND settings ->> 'api' NOT IN ('graphql', 'rest') THEN
+		RAISE EXCEPTION 'unknown Shopify API "%"', settings ->> 'api'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'Set settings.api to "graphql" (the default) or "rest".';
+	END IF;
 	IF kind = 'hmac' AND coalesce(settings->>'header', '') = '' THEN
 		RAISE EXCEPTION 'an hmac source needs settings.header'
 			USING ERRCODE = 'invalid_parameter_value',
@@ -1836,9 +1900,35 @@ COMMENT ON FUNCTION @extschema@._synchronous_standby() IS
  * before), in clear although a key file is set (seal_secrets() was not
  * called), or sealed while no key file is set (a restore without its key).
  */
+/*
+ * The key webhook_inbox.key_file names, as its id, or why it cannot be
+ * read (a missing file, one that is no key): the secrets sealed under it
+ * would not decrypt.  NULL, NULL when no key file is set.
+ */
+CREATE FUNCTION @extschema@._key_file_id(OUT key_id text, OUT problem text)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF NOT webhook_inbox._key_configured() THEN
+		RETURN;
+	END IF;
+	key_id := webhook_inbox._key_id(pg_catalog.current_setting('webhook_inbox.key_file'));
+EXCEPTION WHEN OTHERS THEN
+	problem := pg_catalog.format('webhook_inbox.key_file (%s) cannot be read: %s',
+								 pg_catalog.current_setting('webhook_inbox.key_file'), SQLERRM);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._key_file_id() IS
+	'The id of the key webhook_inbox.key_file names, or why that file cannot be read as a key; both NULL without a key file.';
+
 CREATE FUNCTION @extschema@._secrets_warning() RETURNS text
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 	SELECT CASE
+		WHEN c.sealed > 0 AND k.problem IS NOT NULL
+			THEN format('%s of %s sources have encrypted secrets the receiver and the worker cannot read: %s',
+						c.sealed, c.total, k.problem)
+		WHEN c.other_key > 0
+			THEN format('%s of %s sources have secrets encrypted under another key (key id %s) than the one webhook_inbox.key_file names (key id %s): the receiver and the worker cannot read them; point webhook_inbox.key_file at that key, or run webhook_inbox.reencrypt_source_secrets(''<the old key file>'') after a rotation',
+						c.other_key, c.total, c.other_id, k.key_id)
 		WHEN c.clear > 0 AND NOT webhook_inbox._key_configured()
 			THEN format('%s of %s sources keep their signing secrets or api_token in clear: webhook_inbox.key_file is not set (set it, then call webhook_inbox.seal_secrets())',
 						c.clear, c.total)
@@ -1849,15 +1939,22 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 			THEN format('%s of %s sources have encrypted secrets and webhook_inbox.key_file is not set: the receiver and the worker cannot read them',
 						c.sealed, c.total)
 		END
-	  FROM (SELECT count(*) AS total,
+	  FROM webhook_inbox._key_file_id() k
+	 CROSS JOIN LATERAL (
+			SELECT count(*) AS total,
 				   count(*) FILTER (WHERE webhook_inbox._source_in_clear(s.signing_secrets, s.api_token)) AS clear,
-				   count(*) FILTER (WHERE EXISTS (SELECT 1 FROM unnest(s.signing_secrets) x
-												   WHERE webhook_inbox._text_key_id(x) IS NOT NULL)
-									   OR webhook_inbox._text_key_id(s.api_token) IS NOT NULL) AS sealed
-			  FROM webhook_inbox.sources s) c
+				   count(*) FILTER (WHERE v.ids IS NOT NULL) AS sealed,
+				   count(*) FILTER (WHERE k.key_id IS NOT NULL AND v.ids <> ARRAY[k.key_id]) AS other_key,
+				   min(v.ids[1]) FILTER (WHERE k.key_id IS NOT NULL AND v.ids <> ARRAY[k.key_id]) AS other_id
+			  FROM webhook_inbox.sources s
+			 CROSS JOIN LATERAL (
+					/* the distinct keys a source's sealed values name, NULL for none */
+					SELECT array_agg(DISTINCT i.id ORDER BY i.id) FILTER (WHERE i.id IS NOT NULL) AS ids
+					  FROM (SELECT webhook_inbox._text_key_id(x) AS id FROM unnest(s.signing_secrets) x
+							UNION ALL SELECT webhook_inbox._text_key_id(s.api_token)) i) v) c
 $$;
 COMMENT ON FUNCTION @extschema@._secrets_warning() IS
-	'inbox_health''s secrets_warning: sources whose signing secrets or api_token are stored in clear (no key file, or seal_secrets() not called), or encrypted while webhook_inbox.key_file is not set; NULL when all is as it should be.';
+	'inbox_health''s secrets_warning: sources whose signing secrets or api_token are stored in clear (no key file, or seal_secrets() not called), or encrypted while webhook_inbox.key_file is not set, names a file that cannot be read as a key, or names another key than theirs; NULL when all is as it should be.';
 
 CREATE VIEW @extschema@.inbox_health AS
 SELECT count(*) FILTER (WHERE status = 'pending') AS pending,

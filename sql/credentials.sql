@@ -271,20 +271,43 @@ BEGIN
 		ON CONFLICT (source_id, tenant) DO NOTHING;
 	END IF;
 	/* a shop that installs the app again after app/uninstalled */
+	/* or whose credentials were removed; and a tenant its refused credentials flagged */
 	UPDATE webhook_inbox.tenants t SET status = 'active', reason = NULL
-	 WHERE t.source_id = s.id AND t.tenant = set_tenant_credentials.tenant AND t.status = 'disabled'
-	   AND t.reason LIKE 'uninstalled:%';
+	 WHERE t.source_id = s.id AND t.tenant = set_tenant_credentials.tenant
+	   AND ((t.status = 'disabled' AND (t.reason LIKE 'uninstalled:%' OR t.reason LIKE 'no credentials:%'))
+			OR t.status = 'flagged');
 	PERFORM webhook_inbox._tenant_reads_due(s.id, tenant);
 END
 $$;
 COMMENT ON FUNCTION @extschema@.set_tenant_credentials(text, text, text, text, timestamptz, text, timestamptz) IS
 	'Adds or rotates a tenant''s credentials (a shop''s access token and refresh token, a bearer token), encrypted at rest; re-enables a disabled or flagged tenant.';
 
+/*
+ * One status per tenant, in tenants (what queues, the sweeps and the alerts
+ * read): a tenant's credentials refused or disabled make the tenant flagged
+ * or disabled too (_flag_tenant(), disable_tenant()), whatever kind of
+ * tenant it is.  Connect accounts have no credentials of their own (reads
+ * send the platform's key with Stripe-Account): their status is the
+ * tenants row alone.  tenant_status shows both sides.
+ */
+CREATE FUNCTION @extschema@._tenant_unknown(p_source text, p_tenant text) RETURNS void
+LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'source "%" has no tenant "%"', p_source, p_tenant
+		USING ERRCODE = 'undefined_object',
+			  HINT = pg_catalog.format('SELECT tenant, status FROM webhook_inbox.tenant_status WHERE source = %L lists its tenants; discover_tenants() registers those the provider lists.', p_source);
+END
+$$;
+COMMENT ON FUNCTION @extschema@._tenant_unknown(text, text) IS
+	'Raises the error of a tenant a source does not have, with where to see the ones it has.';
+
 CREATE FUNCTION @extschema@.disable_tenant(source text, tenant text, reason text) RETURNS void
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
 	s webhook_inbox.sources;
+	n_cred integer;
+	n_tenant integer;
 BEGIN
 	s := webhook_inbox._source_for_update(source);
 	IF tenant IS DISTINCT FROM '' THEN
@@ -293,7 +316,7 @@ BEGIN
 	IF reason IS NULL OR btrim(reason) = '' THEN
 		RAISE EXCEPTION 'a reason is required to disable a tenant'
 			USING ERRCODE = 'invalid_parameter_value',
-				  HINT = 'It is shown in tenant_credentials_status.';
+				  HINT = 'It is shown in tenant_status.';
 	END IF;
 	/* a GitHub App's installation needs no row to be readable, so it gets one to be disabled */
 	IF s.settings ? 'github_app_id' AND tenant <> '' THEN
@@ -305,51 +328,70 @@ BEGIN
 		INSERT INTO webhook_inbox.tenant_credentials (source_id, tenant, kind, status, status_reason, status_at)
 		VALUES (s.id, tenant, 'github_app_installation', 'disabled', reason, now())
 		ON CONFLICT (source_id, tenant) DO NOTHING;
+		INSERT INTO webhook_inbox.tenants (source_id, tenant, status, reason, discovered_by)
+		VALUES (s.id, tenant, 'disabled', reason, 'manual')
+		ON CONFLICT (source_id, tenant) DO NOTHING;
 	END IF;
 	UPDATE webhook_inbox.tenant_credentials c
 	   SET status = 'disabled', status_reason = reason, status_at = now(), updated_at = now()
 	 WHERE c.source_id = s.id AND c.tenant = disable_tenant.tenant;
-	IF NOT FOUND THEN
-		RAISE EXCEPTION 'source "%" has no credentials for tenant "%"', source, tenant
-			USING ERRCODE = 'undefined_object',
-				  HINT = 'Add them with set_tenant_credentials().';
+	GET DIAGNOSTICS n_cred = ROW_COUNT;
+	UPDATE webhook_inbox.tenants t SET status = 'disabled', reason = disable_tenant.reason
+	 WHERE t.source_id = s.id AND t.tenant = disable_tenant.tenant;
+	GET DIAGNOSTICS n_tenant = ROW_COUNT;
+	IF n_cred + n_tenant = 0 THEN
+		IF tenant = '' THEN
+			RAISE EXCEPTION 'source "%" has no GitHub App key to disable', source
+				USING ERRCODE = 'undefined_object',
+					  HINT = 'Tenant '''' is a GitHub App''s own key (set_github_app()); name a tenant to disable it.';
+		END IF;
+		PERFORM webhook_inbox._tenant_unknown(source, tenant);
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.disable_tenant(text, text, text) IS
-	'Stops every read for a tenant (the worker''s reads then wait); tenant '''' disables a GitHub App''s key. Undone by enable_tenant() or by setting new credentials.';
+	'Stops every read and pass for a tenant of any kind (a Connect account, a shop, an installation): tenants and its credentials say disabled, with the reason; tenant '''' disables a GitHub App''s key. Undone by enable_tenant() or by setting new credentials.';
 
 CREATE FUNCTION @extschema@.enable_tenant(source text, tenant text) RETURNS void
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
 	s webhook_inbox.sources;
+	n_cred integer;
+	n_tenant integer;
 BEGIN
 	s := webhook_inbox._source_for_update(source);
 	UPDATE webhook_inbox.tenant_credentials c
 	   SET status = 'active', status_reason = NULL, status_at = now(), updated_at = now()
 	 WHERE c.source_id = s.id AND c.tenant = enable_tenant.tenant AND c.status <> 'active';
-	IF FOUND THEN
+	GET DIAGNOSTICS n_cred = ROW_COUNT;
+	UPDATE webhook_inbox.tenants t SET status = 'active', reason = NULL
+	 WHERE t.source_id = s.id AND t.tenant = enable_tenant.tenant AND t.status <> 'active';
+	GET DIAGNOSTICS n_tenant = ROW_COUNT;
+	IF n_cred + n_tenant > 0 THEN
 		PERFORM webhook_inbox._tenant_reads_due(s.id, tenant);
 	ELSIF NOT EXISTS (SELECT FROM webhook_inbox.tenant_credentials c
-								  WHERE c.source_id = s.id AND c.tenant = enable_tenant.tenant) THEN
-		RAISE EXCEPTION 'source "%" has no credentials for tenant "%"', source, tenant
-			USING ERRCODE = 'undefined_object';
+					   WHERE c.source_id = s.id AND c.tenant = enable_tenant.tenant)
+		  AND NOT EXISTS (SELECT FROM webhook_inbox.tenants t
+						   WHERE t.source_id = s.id AND t.tenant = enable_tenant.tenant) THEN
+		PERFORM webhook_inbox._tenant_unknown(source, tenant);
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.enable_tenant(text, text) IS
-	'Clears a tenant''s disabled or flagged status (after the installation was unsuspended, say); the worker''s reads resume.';
+	'Clears a tenant''s disabled or flagged status, of any kind of tenant (after the installation was unsuspended, the account authorized again); its reads and passes resume.';
 
 CREATE FUNCTION @extschema@.remove_tenant_credentials(source text, tenant text) RETURNS void
 LANGUAGE plpgsql AS $$
 #variable_conflict use_column
 DECLARE
 	s webhook_inbox.sources;
+	k text;
 BEGIN
 	s := webhook_inbox._source_for_update(source);
 	DELETE FROM webhook_inbox.tenant_credentials c
-	 WHERE c.source_id = s.id AND c.tenant = remove_tenant_credentials.tenant;
+	 WHERE c.source_id = s.id AND c.tenant = remove_tenant_credentials.tenant
+	RETURNING c.kind INTO k;
 	IF NOT FOUND THEN
 		RAISE EXCEPTION 'source "%" has no credentials for tenant "%"', source, tenant
 			USING ERRCODE = 'undefined_object';
@@ -361,11 +403,49 @@ BEGIN
 		UPDATE webhook_inbox.sources
 		   SET settings = settings - 'github_app_id' - 'github_client_id', updated_at = now()
 		 WHERE id = s.id;
+		RAISE NOTICE 'source "%" is no GitHub App any more: its installations are read with its api_token, if any', source;
+	ELSIF k = 'github_app_installation' THEN
+		RAISE NOTICE 'installation % of source "%" gets a new token minted at its next read', tenant, source;
+	ELSIF tenant <> '' THEN
+		/* a tenant read with its own credentials cannot be read without them: its passes stop */
+		UPDATE webhook_inbox.tenants t
+		   SET status = 'disabled', reason = 'no credentials: removed at ' || now() || '; set_tenant_credentials() to read it again'
+		 WHERE t.source_id = s.id AND t.tenant = remove_tenant_credentials.tenant AND t.status = 'active';
+		RAISE NOTICE 'tenant "%" of source "%" is disabled: no read or pass is tried for it until set_tenant_credentials()', tenant, source
+			USING HINT = 'remove_tenant() removes the tenant for good.';
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.remove_tenant_credentials(text, text) IS
-	'Removes a tenant''s credentials; tenant '''' of a GitHub App removes its key, its installations'' tokens and its app id.';
+	'Removes a tenant''s credentials and says what becomes of its passes: a shop or bearer-token tenant is disabled until set_tenant_credentials() (no pass is tried without them); an installation''s token is minted again at its next read; tenant '''' of a GitHub App removes its key, its installations'' tokens and its app id.';
+
+CREATE FUNCTION @extschema@.remove_tenant(source text, tenant text) RETURNS void
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+	s webhook_inbox.sources;
+	n_cred integer;
+	n_tenant integer;
+BEGIN
+	s := webhook_inbox._source_for_update(source);
+	IF tenant IS NULL OR tenant = '' THEN
+		RAISE EXCEPTION 'tenant must name one of the source''s tenants'
+			USING ERRCODE = 'invalid_parameter_value',
+				  HINT = 'The empty tenant is the source''s own account: drop the source instead.';
+	END IF;
+	DELETE FROM webhook_inbox.tenant_credentials c WHERE c.source_id = s.id AND c.tenant = remove_tenant.tenant;
+	GET DIAGNOSTICS n_cred = ROW_COUNT;
+	DELETE FROM webhook_inbox.tenants t WHERE t.source_id = s.id AND t.tenant = remove_tenant.tenant;
+	GET DIAGNOSTICS n_tenant = ROW_COUNT;
+	IF n_cred + n_tenant = 0 THEN
+		PERFORM webhook_inbox._tenant_unknown(source, tenant);
+	END IF;
+	/* no pass is due for it any more, and none of its failed ones waits on a person */
+	DELETE FROM webhook_inbox.sweep_checkpoints c WHERE c.source_id = s.id AND c.tenant = remove_tenant.tenant;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.remove_tenant(text, text) IS
+	'Removes a tenant for good: its registration, status and credentials, and its sweep checkpoints (no pass is scheduled for it, its failed passes leave queues). Its mirrored objects, events and history stay. A tenant the provider still lists, or that delivers again, is registered again: disable_tenant() keeps it and stops its reads instead.';
 
 CREATE FUNCTION @extschema@.reencrypt_credentials(old_key_file text) RETURNS integer
 LANGUAGE plpgsql AS $$
@@ -422,6 +502,37 @@ SELECT s.name AS source, c.tenant, c.kind, c.secret IS NOT NULL AS has_secret, c
   JOIN webhook_inbox.sources s ON s.id = c.source_id;
 COMMENT ON VIEW @extschema@.tenant_credentials_status IS
 	'Every tenant''s credentials without their secrets: which exist, when they expire, the key id they are encrypted under, and the tenants the provider refused (flagged, for engineering) or an operator disabled.';
+
+/*
+ * Every tenant's one status, what it means for its reads and who acts:
+ * the tenants row (a Connect account, a shop, an installation, however it
+ * was registered) beside its credentials, if it has any.  A status set on
+ * either side shows here; disabled outranks flagged (a disabled tenant is
+ * not read, so a refusal changes nothing).
+ */
+CREATE VIEW @extschema@.tenant_status AS
+SELECT s.name AS source, k.tenant,
+	   st.status,
+	   CASE WHEN t.status = st.status THEN t.reason WHEN c.status = st.status THEN c.status_reason END AS reason,
+	   CASE st.status WHEN 'flagged' THEN 'engineering' WHEN 'disabled' THEN 'operations' END AS owner,
+	   CASE st.status
+			WHEN 'active' THEN 'read and swept'
+			WHEN 'flagged' THEN 'not read: the provider refused its credentials; fix them, then enable_tenant()'
+			ELSE 'not read: enable_tenant() (or set_tenant_credentials()) reads it again' END AS reads,
+	   CASE WHEN st.status <> 'active' THEN coalesce(CASE WHEN c.status = st.status THEN c.status_at END, t.last_seen) END AS since,
+	   c.kind AS credentials, c.status AS credentials_status, c.expires_at AS credentials_expire_at,
+	   t.discovered_by, t.first_seen, t.last_seen, k.source_id
+  FROM (SELECT x.source_id, x.tenant FROM webhook_inbox.tenants x
+		UNION
+		SELECT y.source_id, y.tenant FROM webhook_inbox.tenant_credentials y WHERE y.tenant <> '') k
+  JOIN webhook_inbox.sources s ON s.id = k.source_id
+  LEFT JOIN webhook_inbox.tenants t ON t.source_id = k.source_id AND t.tenant = k.tenant
+  LEFT JOIN webhook_inbox.tenant_credentials c ON c.source_id = k.source_id AND c.tenant = k.tenant
+ CROSS JOIN LATERAL (SELECT CASE WHEN 'disabled' IN (t.status, c.status) THEN 'disabled'
+								 WHEN 'flagged' IN (t.status, c.status) THEN 'flagged'
+								 ELSE 'active' END AS status) st;
+COMMENT ON VIEW @extschema@.tenant_status IS
+	'One status per tenant of every kind (Connect accounts, shops, GitHub App installations), from its tenants row and its credentials: active (read and swept), flagged (the provider refused its credentials: engineering), disabled (deauthorized, uninstalled, by an operator, or without its credentials); why, since when, what it means for its reads, and its credentials'' kind and status (no secret). queues'' flagged_tenant rows and the WebhookInboxTenantFlagged alert come from it.';
 
 CREATE FUNCTION @extschema@._shop_token_due(c @extschema@.tenant_credentials) RETURNS boolean
 LANGUAGE sql STABLE AS $$
@@ -575,10 +686,17 @@ BEGIN
 		VALUES (p_source_id, p_tenant, p_kind, 'flagged', p_reason, now())
 		ON CONFLICT (source_id, tenant) DO NOTHING;
 	END IF;
+	/* the tenant's one status: a flagged_tenant queue row, the alert; a disabled tenant stays disabled */
+	IF p_tenant <> '' THEN
+		INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, status, reason, discovered_by)
+		VALUES (p_source_id, p_tenant, 'flagged', p_reason, 'manual')
+		ON CONFLICT (source_id, tenant) DO UPDATE SET status = 'flagged', reason = EXCLUDED.reason
+		 WHERE t.status = 'active';
+	END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._flag_tenant(integer, text, text, text) IS
-	'Flags a tenant for engineering (the provider refused its credentials); its reads wait, its objects are never tombstoned for it. A disabled tenant stays disabled; an installation''s cached token is dropped.';
+	'Flags a tenant for engineering (the provider refused its credentials), in its credentials and in tenants (a flagged_tenant queue row); its reads wait, its objects are never tombstoned for it. A disabled tenant stays disabled; an installation''s cached token is dropped.';
 
 CREATE FUNCTION @extschema@._tenant_token_answer(p_source_id integer, p_tenant text, p_status integer,
 	p_body text, p_after_refusal boolean DEFAULT false, OUT action text, OUT header text, OUT reason text)
@@ -869,12 +987,8 @@ CREATE FUNCTION @extschema@._flag_shop(p_source_id integer, p_tenant text, p_rea
 RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
+	/* in its credentials and in tenants: operators' queues show flagged tenants */
 	PERFORM webhook_inbox._flag_tenant(p_source_id, p_tenant, 'shopify_shop', p_reason);
-	/* operators' queues show flagged tenants */
-	INSERT INTO webhook_inbox.tenants AS t (source_id, tenant, status, reason, discovered_by)
-	VALUES (p_source_id, p_tenant, 'flagged', p_reason, 'manual')
-	ON CONFLICT (source_id, tenant) DO UPDATE SET status = 'flagged', reason = EXCLUDED.reason
-	 WHERE t.status = 'active';
 END
 $$;
 COMMENT ON FUNCTION @extschema@._flag_shop(integer, text, text) IS

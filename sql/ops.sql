@@ -57,7 +57,7 @@ INSERT INTO @extschema@.queue_owners (queue, reason, owner, note, preset) VALUES
 	('failed_sweep', '*', 'engineering', 'reconciliation could not list the provider', true),
 	('skipped_sweep', '*', 'engineering', 'incomplete reconciliation passes: they could not compare every object (sweep_runs.incomplete_reason)', true),
 	('flagged_source', '*', 'engineering', 'the provider refused our credentials: check api_token', true),
-	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenants.reason)', true);
+	('flagged_tenant', '*', 'engineering', 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenant_status), then enable_tenant()', true);
 
 /*
  * A change of a preset row becomes a row of the user's: the preset stays as
@@ -378,7 +378,9 @@ CREATE INDEX inbox_quarantined_idx ON @extschema@.inbox (source_id, reason) WHER
 /*
  * One row per (queue, source, reason, tenant) with something in it.  A
  * tenant's items are its own rows (tenant is '' for a source's own
- * account); a tenant whose credentials were refused is a flagged_tenant row.  Events are
+ * account); a tenant whose credentials were refused is a flagged_tenant row
+ * (tenant_status), and the passes of a tenant that is not read or was
+ * removed wait on nobody.  Events are
  * grouped by their reason's first word (the part before the colon);
  * effects by their kind; sweeps by object type: the failed and incomplete
  * passes since the last complete one; a flagged source is one row.
@@ -411,6 +413,9 @@ sw AS (
 									 WHERE x.source_id = r.source_id AND x.tenant = r.tenant
 									   AND x.object_type = r.object_type
 									   AND x.status = 'complete'), '-infinity')
+	   /* a tenant not read (flagged, disabled: its own row says so) or removed has no passes waiting */
+	   AND (r.tenant = '' OR EXISTS (SELECT 1 FROM webhook_inbox.tenant_status ts
+									  WHERE ts.source_id = r.source_id AND ts.tenant = r.tenant AND ts.status = 'active'))
 	 GROUP BY 1, 2, 3, r.tenant)
 SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, q.reason, q.fallback) AS owner,
 	   q.count, q.oldest_age, q.oldest_id, q.tenant
@@ -423,9 +428,9 @@ SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, 
 		SELECT 'flagged_source', x.id, 'credentials_refused', 'engineering', 1, now() - x.updated_at, x.id, ''
 		  FROM webhook_inbox.sources x WHERE x.flagged IS NOT NULL
 		UNION ALL
-		SELECT 'flagged_tenant', t.source_id, 'credentials_refused', 'engineering', 1, now() - t.last_seen,
+		SELECT 'flagged_tenant', t.source_id, 'credentials_refused', 'engineering', 1, now() - t.since,
 			   t.source_id, t.tenant
-		  FROM webhook_inbox.tenants t WHERE t.status = 'flagged'
+		  FROM webhook_inbox.tenant_status t WHERE t.status = 'flagged'
 		UNION ALL
 		SELECT 'data_request', d.source_id, 'customers/data_request', 'operations', count(*),
 			   now() - min(d.requested_at), min(d.id), ''
@@ -529,12 +534,35 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.requeue_batches_id_seq',
  * "dismissed: <note>"), for the owner who decided them.  A real run records
  * one requeue_batches row and a requeues row per event, set-based.
  */
+/*
+ * One event routed again for requeue_where(reclassify => true): what
+ * _classify() says, or the error it raises for this event (error set, the
+ * rest NULL), so that one event that still fails is reported beside the
+ * others instead of aborting the whole preview or batch.
+ */
+CREATE FUNCTION @extschema@._reclassify_one(p_source_id integer, p_kind text, p_event_type text, p_payload jsonb,
+	OUT route_id integer, OUT route_version integer, OUT strategy text, OUT object_type text,
+	OUT object_id text, OUT version numeric, OUT provider_time timestamptz, OUT status_value text,
+	OUT error text)
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	SELECT c.route_id, c.route_version, c.strategy, c.object_type, c.object_id, c.version, c.provider_time,
+		   c.status_value
+	  INTO route_id, route_version, strategy, object_type, object_id, version, provider_time, status_value
+	  FROM webhook_inbox._classify(p_source_id, p_kind, p_event_type, p_payload) c;
+EXCEPTION WHEN OTHERS THEN
+	error := SQLERRM;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._reclassify_one(integer, text, text, jsonb) IS
+	'_classify() for requeue_where(reclassify => true), one event at a time: the route''s answer, or the error it raises for this event.';
+
 CREATE FUNCTION @extschema@.requeue_where(source text DEFAULT NULL, reason text DEFAULT NULL,
 	event_type text DEFAULT NULL, received_from timestamptz DEFAULT NULL, received_to timestamptz DEFAULT NULL,
 	dry_run boolean DEFAULT true, reclassify boolean DEFAULT false, note text DEFAULT NULL,
 	statuses text[] DEFAULT '{quarantined}', max_events integer DEFAULT 10000, dismiss boolean DEFAULT false)
 RETURNS TABLE (event_id bigint, source_name text, type text, object_type text, object_id text, status text,
-			   reason_text text, owner text, received_at timestamptz, action text)
+			   reason_text text, owner text, received_at timestamptz, action text, still_fails text)
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
 	sid integer;
@@ -589,13 +617,14 @@ BEGIN
 		status text, reason text, owner text, received_at timestamptz, action text,
 		route_id integer, route_version integer, strategy text, new_object_type text, new_object_id text,
 		version numeric, provider_time timestamptz, status_value text, decided_route integer,
-		decided_route_version integer) ON COMMIT DROP;
+		decided_route_version integer, still_fails text) ON COMMIT DROP;
 	TRUNCATE pg_temp.wi_requeue_plan;
 
 	INSERT INTO pg_temp.wi_requeue_plan
 	SELECT m.id, m.source_id, m.name, m.event_type, m.object_type, m.object_id, m.status, m.reason, m.owner,
 		   m.received_at,
 		   CASE WHEN NOT webhook_inbox._may_act_for(m.owner) THEN 'not_permitted'
+				WHEN requeue_where.reclassify AND c.error IS NOT NULL THEN 'still_fails'
 				WHEN requeue_where.reclassify AND (c.route_id IS NULL OR c.strategy = 'ignore'
 					OR c.object_id IS NULL OR c.object_type IS NULL) THEN 'no_route'
 				WHEN requeue_where.reclassify THEN 'reclassify'
@@ -603,7 +632,10 @@ BEGIN
 				WHEN m.object_id IS NULL OR m.strategy IS NULL THEN 'needs_reclassify'
 				ELSE 'requeue' END,
 		   c.route_id, c.route_version, c.strategy, c.object_type, c.object_id, c.version, c.provider_time,
-		   c.status_value, m.decided_route, m.decided_route_version
+		   c.status_value, m.decided_route, m.decided_route_version,
+		   CASE WHEN c.error IS NOT NULL
+				THEN pg_catalog.format('event %s (%s) still fails to classify with today''s routes: %s',
+									   m.id, coalesce(m.event_type, 'no type'), c.error) END
 	  FROM (SELECT i.*, s.name, s.kind,
 				   CASE WHEN i.status <> 'quarantined' THEN 'engineering'
 						ELSE webhook_inbox._queue_owner(
@@ -622,7 +654,7 @@ BEGIN
 			 ORDER BY i.id
 			 LIMIT requeue_where.max_events + 1
 			 FOR UPDATE OF i) m
-	  LEFT JOIN LATERAL (SELECT * FROM webhook_inbox._classify(m.source_id, m.kind, m.event_type, m.payload)
+	  LEFT JOIN LATERAL (SELECT * FROM webhook_inbox._reclassify_one(m.source_id, m.kind, m.event_type, m.payload)
 						  WHERE requeue_where.reclassify AND m.payload IS NOT NULL
 							AND m.event_type IS NOT NULL) c ON true;
 	GET DIAGNOSTICS n_match = ROW_COUNT;
@@ -684,13 +716,13 @@ BEGIN
 	END IF;
 
 	RETURN QUERY SELECT p.id, p.source_name, p.event_type, p.object_type, p.object_id, p.status, p.reason,
-						p.owner, p.received_at, p.action
+						p.owner, p.received_at, p.action, p.still_fails
 				   FROM pg_temp.wi_requeue_plan p ORDER BY p.id;
 	TRUNCATE pg_temp.wi_requeue_plan;
 END
 $$;
 COMMENT ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, timestamptz, boolean, boolean, text, text[], integer, boolean) IS
-	'Controlled replay by filter (source, reason''s first word, event type pattern, received time range, statuses): previews by default, and with dry_run => false requeues (keeping the intake-time classification), reclassifies, or with dismiss closes quarantined events as decided (ignored, "dismissed: note"); audited in requeue_batches and requeues. Refused whole if any matching event is owned by someone the caller may not act for.';
+	'Controlled replay by filter (source, reason''s first word, event type pattern, received time range, statuses): previews by default, and with dry_run => false requeues (keeping the intake-time classification), reclassifies, or with dismiss closes quarantined events as decided (ignored, "dismissed: note"); audited in requeue_batches and requeues. Refused whole if any matching event is owned by someone the caller may not act for. With reclassify, an event today''s routes still cannot classify is reported (action still_fails, still_fails says why) and left as it is; the rest go on.';
 
 ---------------------------------------------------------------------------
 -- Waking the outbox's consumers

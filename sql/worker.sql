@@ -1661,8 +1661,23 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	run bigint;
 	t text;
+	ts record;
 BEGIN
 	IF tenant IS NOT NULL THEN
+		/* a tenant the source does not have, or one that is not read, is refused before any request */
+		IF tenant <> '' THEN
+			SELECT x.status, x.reason INTO ts FROM webhook_inbox.tenant_status x
+			 WHERE x.source = sweep_now.source AND x.tenant = sweep_now.tenant;
+			IF NOT FOUND THEN
+				PERFORM webhook_inbox._source_id(source);
+				PERFORM webhook_inbox._tenant_unknown(source, tenant);
+			ELSIF ts.status = 'disabled' THEN
+				RAISE EXCEPTION 'tenant "%" of source "%" is disabled', tenant, source
+					USING ERRCODE = 'object_not_in_prerequisite_state',
+						  DETAIL = pg_catalog.format('A disabled tenant is not read: %s.', ts.reason),
+						  HINT = 'enable_tenant() reads it again.';
+			END IF;
+		END IF;
 		run := webhook_inbox._sweep_now(source, object_type, layer, tenant);
 		RETURN QUERY SELECT * FROM webhook_inbox.sweep_runs r WHERE r.id = run;
 		RETURN;

@@ -196,12 +196,18 @@ for my $seed (@seeds)
 		  or diag($err);
 		is(q1("SELECT status || ' ' || owner FROM webhook_inbox.tenant_credentials_status WHERE source = '$src' AND tenant = '101'"),
 			'flagged engineering', 'the installation is flagged for engineering');
+		is(q1("SELECT status || ' ' || owner FROM webhook_inbox.tenant_status WHERE source = '$src' AND tenant = '101'"),
+			'flagged engineering', 'its one status (tenant_status) says flagged too');
 		like(q1("SELECT string_agg(queue || ' ' || owner || ' ' || tenant, ', ') FROM webhook_inbox.queues WHERE source = '$src'"),
-			qr/failed_sweep engineering 101/, 'queues shows its failed passes');
-		my $runs0 = q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '101' AND trigger = 'schedule'");
+			qr/flagged_tenant engineering 101/, 'queues shows it as a flagged_tenant row');
+		# flagged, it waits for a person: the worker tries none of its passes, 102's go on
+		my $t_flag = q1('SELECT now()');
 		ok(poll_until(sub {
-			q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '101' AND trigger = 'schedule'") > $runs0 + 2
-		}, 30), 'the worker keeps trying its passes');
+			q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '102' "
+				  . "AND trigger = 'schedule' AND started_at > '$t_flag'") > 2
+		}, 30), 'the worker goes on sweeping installation 102');
+		is(q1("SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '101' "
+			  . "AND trigger = 'schedule' AND started_at > '$t_flag'"), 0, 'and tries no pass of the flagged one');
 		is(q1("SELECT count(*) FROM webhook_inbox.objects WHERE source_id = $sid AND deleted"), 0,
 			'and tombstones none of its objects');
 		is(q1(qq{SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $sid AND tenant = '102'

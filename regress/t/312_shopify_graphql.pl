@@ -180,7 +180,7 @@ my $unknown = canned('gbad', '{"errors":[{"message":"Field \'nope\' doesn\'t exi
 	  . '"path":["query","order","nope"],"extensions":{"code":"undefinedField","typeName":"Order","fieldName":"nope"}}]}');
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM webhook_inbox.inbox WHERE event_id = 'w-gbad' AND status = 'quarantined'"),
 	'an unknown field quarantines the event');
-like(event_row('gbad'), qr/^quarantined\|0\|unusable answer: graphql undefinedField: Field 'nope' doesn't exist on type 'Order'$/,
+like(event_row('gbad'), qr/^quarantined\|0\|unusable_answer: graphql undefinedField: Field 'nope' doesn't exist on type 'Order'$/,
 	'with the GraphQL error in its reason, no attempt spent');
 is(scalar(grep { $_->{method} eq 'POST' && $_->{path} =~ m{^/admin/api/2026-10/graphql\.json$} } sink_requests($unknown)),
 	1, 'one POST to graphql.json of the current API version');
@@ -204,9 +204,15 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM webhook_inbox.i
 	'INTERNAL_SERVER_ERROR is retried, then quarantined after max_attempts');
 like(event_row('gis'), qr/graphql INTERNAL_SERVER_ERROR: Internal error/, 'its reason names the GraphQL error');
 
-# --- an unknown settings.api: no read API (and a WARNING, which this node's log_min_messages = log omits)
-$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('gsoap', 'shopify', 'x', api_base => 'http://127.0.0.1:1', "
-	  . "settings => '{\"api\": \"soap\"}')");
+# --- an unknown settings.api: create_source() refuses it, naming the two it knows; one written
+# past it (an UPDATE) leaves the source without a read API (and a WARNING, which this node's
+# log_min_messages = log omits)
+my ($soap_rc, undef, $soap_err) = $node->psql('postgres', "SELECT webhook_inbox.create_source('gsoap', 'shopify', 'x', "
+	  . "api_base => 'http://127.0.0.1:1', settings => '{\"api\": \"soap\"}')");
+like($soap_err, qr/ERROR:  unknown Shopify API "soap"\nHINT:  Set settings.api to "graphql" \(the default\) or "rest"\./,
+	'create_source() refuses an unknown settings.api');
+$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('gsoap', 'shopify', 'x', api_base => 'http://127.0.0.1:1')");
+$node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET settings = '{\"api\": \"soap\"}' WHERE name = 'gsoap'");
 fetch_route('gsoap');
 $node->safe_psql('postgres', "SELECT webhook_inbox.intake('gsoap', ARRAY['X-Shopify-Topic', 'orders/updated', "
 	  . "'X-Shopify-Webhook-Id', 'w-gsoap'], convert_to('{\"id\":78,\"updated_at\":\"2026-01-01T00:00:00Z\"}', 'UTF8'))");

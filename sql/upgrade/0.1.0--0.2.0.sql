@@ -827,3 +827,13 @@ ALTER TABLE @extschema@.sources ADD CONSTRAINT sources_pacing_check CHECK (
 		 THEN (settings ->> 'endpoint_rate_limit')::numeric > 0
 		 ELSE false END
 	AND (NOT settings ? 'rate_limit_scope' OR settings ->> 'rate_limit_scope' IN ('platform', 'tenant')));
+
+-- One tenant lifecycle: tenant_status, remove_tenant() and the functions
+-- are re-created from the fragments; the preset owner of flagged_tenant
+-- points at tenant_status (the trigger that turns a change of a preset
+-- into the user's row is off for it).
+ALTER TABLE @extschema@.queue_owners DISABLE TRIGGER queue_owners_keep;
+UPDATE @extschema@.queue_owners
+   SET note = 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenant_status), then enable_tenant()'
+ WHERE preset AND queue = 'flagged_tenant' AND reason = '*';
+ALTER TABLE @extschema@.queue_owners ENABLE TRIGGER queue_owners_keep;
