@@ -481,6 +481,12 @@ rcv_batch_sources_loaded(void)
 	return rcv_pipeline_sources_loaded();
 }
 
+int
+rcv_batch_sources_failing(void)
+{
+	return rcv_pipeline_sources_failing();
+}
+
 /* SIGHUP: reload the sources as soon as a connection is idle. */
 void
 rcv_batch_reload_sources(void)

@@ -57,6 +57,7 @@ extern int	rcv_batch_init(struct event_base *base, const rcv_config *cfg,
 extern int	rcv_batch_submit(rcv_delivery *d);
 extern int	rcv_batch_db_ready(void);
 extern int	rcv_batch_sources_loaded(void);
+extern int	rcv_batch_sources_failing(void);
 extern void rcv_batch_reload_sources(void);
 extern void rcv_batch_shutdown(void (*drained) (void));
 extern void rcv_batch_free(void);

@@ -1110,6 +1110,9 @@ handle_readyz(struct evhttp_request *req)
 		reply(req, NULL, NULL, 503, "database not ready", NULL);
 	else if (!rcv_batch_sources_loaded())
 		reply(req, NULL, NULL, 503, "sources not loaded", NULL);
+	else if (rcv_batch_sources_failing())
+		/* e.g. the database's key file changed: the log says why */
+		reply(req, NULL, NULL, 503, "sources could not be reloaded", NULL);
 	else
 		reply(req, NULL, NULL, 200, "ready", NULL);
 }

@@ -118,6 +118,7 @@ static struct
 
 	int			want_sources;
 	int			sources_loaded;
+	int			sources_failing;	/* the last load failed: the sources may be stale */
 	struct event *reload_ev;	/* retry of a failed source load */
 	struct event *probe_ev;		/* probe_interval, while a connection is single */
 } pool;
@@ -517,6 +518,7 @@ handle_result(rcv_pipeline *p, PGresult *res)
 		rcv_metrics_sources_loaded(s->n);
 		rcv_sources_install(s);
 		pool.sources_loaded = 1;
+		pool.sources_failing = 0;
 	}
 }
 
@@ -572,8 +574,13 @@ unit_done(rcv_pipeline *p)
 		case U_SOURCES:
 			if (u.failed)
 			{
-				/* extension not installed yet, or a permission missing */
+				/*
+				 * extension not installed yet, a permission missing, or
+				 * secrets the database cannot read (its key file): the
+				 * sources in use may be stale, and /readyz says so
+				 */
 				pool.want_sources = 1;
+				pool.sources_failing = 1;
 				if (!event_pending(pool.reload_ev, EV_TIMEOUT, NULL))
 					event_add(pool.reload_ev, &reload_retry);
 			}
@@ -771,6 +778,13 @@ int
 rcv_pipeline_sources_loaded(void)
 {
 	return pool.sources_loaded;
+}
+
+/* Whether the last load of the sources failed (it is retried meanwhile). */
+int
+rcv_pipeline_sources_failing(void)
+{
+	return pool.sources_failing;
 }
 
 /* Reload the sources as soon as a connection is idle (SIGHUP). */

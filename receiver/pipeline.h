@@ -80,6 +80,7 @@ extern PGconn *rcv_pipeline_pgconn(rcv_pipeline *p);
 extern void rcv_pipeline_sent(rcv_pipeline *p);
 extern void rcv_pipeline_fail(rcv_pipeline *p, const char *why);
 extern int	rcv_pipeline_sources_loaded(void);
+extern int	rcv_pipeline_sources_failing(void);
 extern void rcv_pipeline_reload_sources(void);
 extern void rcv_pipeline_stop(void);
 extern void rcv_pipeline_free(void);

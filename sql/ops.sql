@@ -214,10 +214,11 @@ $$;
 COMMENT ON FUNCTION @extschema@._shopify_request(bigint) IS
 	'Reads a Shopify compliance webhook stored in the inbox: its source, customer id and e-mail, the orders it names, its shop domain, and its tenant (the shop of a Shopify app''s source; empty for a source of one shop), which scopes what the webhook erases or lists.';
 
-CREATE FUNCTION @extschema@.shopify_redact_customer(p_event bigint)
+CREATE FUNCTION @extschema@.shopify_redact_customer(event bigint)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
+	p_event bigint := shopify_redact_customer.event;
 	r record;
 	n_inbox integer;
 	n_objects integer;
@@ -256,12 +257,13 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.shopify_redact_customer(bigint) IS
-	'Carries out the Shopify customers/redact webhook stored as inbox event p_event: erases the payloads of every inbox event, mirror state and occurrence of its shop (its source, for a source of one shop) about the customer (the request itself included), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
+	'Carries out the Shopify customers/redact webhook stored as the inbox event whose id is event: erases the payloads of every inbox event, mirror state and occurrence of its shop (its source, for a source of one shop) about the customer (the request itself included), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
 
-CREATE FUNCTION @extschema@.shopify_redact_shop(p_event bigint)
+CREATE FUNCTION @extschema@.shopify_redact_shop(event bigint)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
+	p_event bigint := shopify_redact_shop.event;
 	r record;
 	n_inbox integer;
 	n_objects integer;
@@ -288,12 +290,13 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.shopify_redact_shop(bigint) IS
-	'Carries out the Shopify shop/redact webhook stored as inbox event p_event (48 hours after the app was uninstalled): erases every payload, mirror state and occurrence payload of its shop (of its source, for a source of one shop), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
+	'Carries out the Shopify shop/redact webhook stored as the inbox event whose id is event (48 hours after the app was uninstalled): erases every payload, mirror state and occurrence payload of its shop (of its source, for a source of one shop), keeping ids, digests, statuses and versions; records the redaction. Returns the redactions row.';
 
-CREATE FUNCTION @extschema@.shopify_data_request(p_event bigint)
+CREATE FUNCTION @extschema@.shopify_data_request(event bigint)
 RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
+	p_event bigint := shopify_data_request.event;
 	r record;
 	rid bigint;
 BEGIN
@@ -328,11 +331,14 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@.shopify_data_request(bigint) IS
-	'Carries out the Shopify customers/data_request webhook stored as inbox event p_event: a data_requests row for operations listing what is held about the customer. Returns its id.';
+	'Carries out the Shopify customers/data_request webhook stored as the inbox event whose id is event: a data_requests row for operations listing what is held about the customer. Returns its id.';
 
-CREATE FUNCTION @extschema@.resolve_data_request(p_id bigint, p_note text)
+CREATE FUNCTION @extschema@.resolve_data_request(id bigint, note text)
 RETURNS void
 LANGUAGE plpgsql AS $$
+DECLARE
+	p_id bigint := resolve_data_request.id;
+	p_note text := resolve_data_request.note;
 BEGIN
 	UPDATE webhook_inbox.data_requests d SET resolved_at = now(), note = p_note
 	 WHERE d.id = p_id AND d.resolved_at IS NULL;
@@ -432,9 +438,12 @@ SELECT q.queue, s.name AS source, q.reason, webhook_inbox._queue_owner(q.queue, 
 			   t.source_id, t.tenant
 		  FROM webhook_inbox.tenant_status t WHERE t.status = 'flagged'
 		UNION ALL
+		/* a request is its shop's: an app source's tenant, from the request's event */
 		SELECT 'data_request', d.source_id, 'customers/data_request', 'operations', count(*),
-			   now() - min(d.requested_at), min(d.id), ''
-		  FROM webhook_inbox.data_requests d WHERE d.resolved_at IS NULL GROUP BY d.source_id) q
+			   now() - min(d.requested_at), min(d.id), coalesce(i.tenant, '')
+		  FROM webhook_inbox.data_requests d
+		  LEFT JOIN webhook_inbox.inbox i ON i.id = d.request_event
+		 WHERE d.resolved_at IS NULL GROUP BY d.source_id, coalesce(i.tenant, '')) q
   LEFT JOIN webhook_inbox.sources s ON s.id = q.source_id;
 COMMENT ON VIEW @extschema@.queues IS
 	'Everything waiting on a person, one row per (queue, source, reason, tenant): count, oldest age, the oldest item''s id (event, effect, sweep run, source or Shopify data request) and the accountable owner from queue_owners. A tenant whose credentials the provider refused is a flagged_tenant row.';
@@ -737,6 +746,10 @@ COMMENT ON FUNCTION @extschema@.requeue_where(text, text, text, timestamptz, tim
 CREATE FUNCTION @extschema@._effects_notify() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+	/* a restore loading the dump's effects wakes no consumer */
+	IF webhook_inbox._restore_session() THEN
+		RETURN NULL;
+	END IF;
 	PERFORM pg_catalog.pg_notify('webhook_inbox_effects', k.kind)
 	   FROM (SELECT DISTINCT n.kind FROM new_effects n
 			  WHERE n.kind OPERATOR(pg_catalog.<>) 'http' AND n.status OPERATOR(pg_catalog.=) 'pending') k;

@@ -146,4 +146,25 @@ SELECT regexp_replace(regexp_replace(secrets_warning, '[0-9]+ of [0-9]+', 'N of 
 SELECT regexp_replace(regexp_replace(tl_try($$SELECT webhook_inbox._unseal_text(api_token, webhook_inbox._source_context(id, 'api_token'))
 	FROM webhook_inbox.sources WHERE name = 'tl_sealed'$$), '[0-9a-f]{16}', 'K', 'g'), 'sources\([0-9]+\)', 'sources(N)') AS wrong_key;
 SET LOCAL webhook_inbox.key_file = 'wi_regress_tl.key';
+-- the docs' Shopify compliance calls, by their documented parameter names: on an app source,
+-- shop/redact erases its own shop only; a data request is its shop's queue row
+SELECT webhook_inbox.create_source('tl_app', 'shopify', 'shpss_app', settings => '{"tenants": true}') > 0 AS created;
+SELECT webhook_inbox.intake('tl_app', ARRAY['x-shopify-webhook-id', 'w-app-' || shop, 'x-shopify-topic', 'orders/updated',
+	'x-shopify-shop-domain', shop || '.myshopify.com'],
+	convert_to(format('{"id": %s, "email": "buyer@%s.example", "updated_at": "2026-01-01T00:00:00Z"}', n, shop), 'UTF8'))
+  FROM (VALUES ('one', 1), ('two', 2)) v(shop, n);
+SELECT webhook_inbox.intake('tl_app', ARRAY['x-shopify-webhook-id', 'w-app-redact', 'x-shopify-topic', 'shop/redact',
+	'x-shopify-shop-domain', 'one.myshopify.com'],
+	convert_to('{"shop_id": 1, "shop_domain": "one.myshopify.com"}', 'UTF8'));
+SELECT webhook_inbox.shopify_redact_shop(event => (SELECT id FROM webhook_inbox.inbox WHERE event_id = 'w-app-redact')) > 0 AS redacted;
+SELECT tenant, payload FROM webhook_inbox.inbox WHERE event_id IN ('w-app-one', 'w-app-two') ORDER BY 1;
+SELECT webhook_inbox.intake('tl_app', ARRAY['x-shopify-webhook-id', 'w-app-dr', 'x-shopify-topic', 'customers/data_request',
+	'x-shopify-shop-domain', 'two.myshopify.com'],
+	convert_to('{"shop_id": 2, "shop_domain": "two.myshopify.com", "customer": {"id": 9, "email": "buyer@two.example"},
+		"orders_requested": [2], "data_request": {"id": 5}}', 'UTF8'));
+SELECT webhook_inbox.shopify_data_request(event => (SELECT id FROM webhook_inbox.inbox WHERE event_id = 'w-app-dr')) > 0 AS listed;
+SELECT queue, source, owner, count, tenant FROM webhook_inbox.queues WHERE queue = 'data_request' AND source = 'tl_app';
+SELECT webhook_inbox.resolve_data_request(id => d.id, note => 'sent to the merchant')
+  FROM webhook_inbox.data_requests d JOIN webhook_inbox.sources s ON s.id = d.source_id WHERE s.name = 'tl_app';
+SELECT count(*) AS data_request_rows FROM webhook_inbox.queues WHERE queue = 'data_request' AND source = 'tl_app';
 ROLLBACK;

@@ -177,6 +177,30 @@ $r = start_receiver($copy);
 ($id, $h, $body) = delivery($new);
 is(post($r, 'st', $h, $body)->{status}, 200, 'and the restored database\'s receiver verifies deliveries');
 is(inbox_count($copy, 'st', $id), 1, 'which it stores');
+
+# the key file lost (a missing file), then the wrong one: inbox_health names the setting, a
+# reload of the sources fails and /readyz says so, until the key is back
+set_key_file($copy, "$keydir/gone.key");
+like($copy->safe_psql('postgres', 'SELECT secrets_warning FROM webhook_inbox.inbox_health'),
+	qr/^2 of 2 sources have encrypted secrets the receiver and the worker cannot read: webhook_inbox\.key_file \(\Q$keydir\E\/gone\.key\) cannot be read: /,
+	'a missing key file: secrets_warning names webhook_inbox.key_file');
+$copy->safe_psql('postgres', "UPDATE webhook_inbox.sources SET enabled = enabled WHERE name = 'st'");
+ok(poll_until(sub { admin_get($r, '/readyz')->{status} == 503 }, 'the failed reload'),
+	'a reload of the sources that fails: /readyz 503');
+like(admin_get($r, '/readyz')->{content}, qr/sources could not be reloaded/, 'saying why');
+($id, $h, $body) = delivery($new);
+is(post($r, 'st', $h, $body)->{status}, 200, 'the sources loaded before still verify deliveries');
+set_key_file($copy, $other);
+like($copy->safe_psql('postgres', 'SELECT secrets_warning FROM webhook_inbox.inbox_health'),
+	qr/^2 of 2 sources have secrets encrypted under another key \(key id [0-9a-f]{16}\) than the one webhook_inbox\.key_file names \(key id [0-9a-f]{16}\): .*reencrypt_source_secrets/,
+	'another key: secrets_warning says so and names reencrypt_source_secrets()');
+($ret, $out, $err) = $copy->psql('postgres', 'SELECT count(*) FROM webhook_inbox.receiver_sources()');
+like($err, qr/HINT:  Set webhook_inbox\.key_file to the key the secrets were encrypted with; after a rotation to a new key, run SELECT webhook_inbox\.reencrypt_source_secrets\('<the old key file>'\);/,
+	'the error\'s hint names the rotation\'s function');
+set_key_file($copy, $copied_key);
+ok(poll_until(sub { admin_get($r, '/readyz')->{status} == 200 }, 'the reload'), 'the key back: ready again');
+is($copy->safe_psql('postgres', 'SELECT secrets_warning IS NULL FROM webhook_inbox.inbox_health'), 't',
+	'and secrets_warning is NULL');
 is(stop_receiver($r), 0, 'clean exit');
 
 # a fresh install does not read the key file: no source has a secret yet

@@ -9,7 +9,7 @@
 #	One call, resume_outbound(),
 #	ends the pause; then the mirror converges to the provider's truth.  The
 #	dump carries the replay-protection digests, and (as docs/operations.md
-#	says) the sources' secrets in clear.
+#	says for a database without a key file) the sources' secrets in clear.
 
 use strict;
 use warnings;
