@@ -6,10 +6,14 @@
 #	every function named there callable, and every relation or function
 #	named in its "cannot" cell must not be.  Names that are neither (a
 #	column, a settings key) are not privileges and are passed over.
+#	And a synopsis the docs give of a command: docs/webhook-sim.md's of
+#	webhook-sim serve names every option its --help lists.
 
 use strict;
 use warnings;
 
+use lib 'tools/test';
+use IPC::Run ();
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -107,6 +111,17 @@ ok(can_read('webhook_inbox_application', 'github_pull_requests'), 'the applicati
 ok(can_read('webhook_inbox_reader', 'tenants') && can_read('webhook_inbox_operator', 'tenants'),
 	'readers and operators read tenants, as the alert tells them to');
 ok(!can_read('webhook_inbox_reader', 'tenant_credentials'), 'but never the credentials themselves');
+
+# webhook-sim serve's synopsis in docs/webhook-sim.md: every option of its --help
+use SimTest qw(sim_bin);
+my ($help, $help_err) = ('', '');
+IPC::Run::run([ sim_bin(), 'serve', '--help' ], '>', \$help, '2>', \$help_err);
+my %option = map { $_ => 1 } ($help . $help_err) =~ /^\s+(--[a-z0-9-]+)/mg;
+cmp_ok(scalar(keys %option), '>=', 30, scalar(keys %option) . ' options in webhook-sim serve --help');
+my ($synopsis) = slurp('docs/webhook-sim.md') =~ /^## serve\n\n```\n(.*?)```/ms;
+my %documented = map { $_ => 1 } ($synopsis // '') =~ /(--[a-z0-9-]+)/g;
+my @undocumented = grep { !$documented{$_} } sort keys %option;
+is("@undocumented", '', 'docs/webhook-sim.md\'s serve synopsis names every option');
 
 $node->stop;
 done_testing();
