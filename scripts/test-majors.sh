@@ -5,8 +5,10 @@
 # For each major of WI_PG_MAJORS (default "17 18"; the major of pg_config
 # itself is skipped, make test has run everything on it), in that order:
 # scripts/pg-build.sh provides the server (the distribution's, a cached
-# build, or one built now), the tree is built against it in a copy and
-# installed into it, and scripts/test.sh runs on it with
+# build, or one built now); a build of its own (one prefix) is copied into
+# this run's directory, so that the cache stays as built and runs beside
+# each other do not share an installed extension; the tree is built against
+# it in a copy and installed into it, and scripts/test.sh runs on it with
 #   WI_SUITES=$WI_MATRIX_SUITES   (default "regress isolation tap")
 #   PROVE_TESTS=$WI_MATRIX_TAP    (default: the TAP files named below)
 # WI_PG_UPGRADE_FROM is set to the bindirs tested before it (pg_config's
@@ -50,6 +52,7 @@ first_config="${PG_CONFIG:-pg_config}"
 first_major="$("$first_config" --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/')"
 upgrade_from="$("$first_config" --bindir)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-majors.XXXXXX")"
+chmod 755 "$WORK"				# the suites run as another user
 failed=""
 
 # copy_tree DIR: the tree without its build products, for another build
@@ -83,6 +86,13 @@ for major in $MAJORS; do
 		fi
 		continue
 	fi
+	# a PostgreSQL in one prefix (relocatable): this run's own copy
+	prefix="$(dirname "$("$config" --bindir)")"
+	case "$("$config" --sharedir)/$("$config" --pkglibdir)" in
+		"$prefix"/*/"$prefix"/*)
+			cp -a "$prefix" "$WORK/pg-$major"
+			config="$WORK/pg-$major/bin/pg_config" ;;
+	esac
 	obtained=$(($(date +%s) - started))
 	# a copy of the tree without this tree's objects, built for this major
 	tree="$WORK/tree-$major"

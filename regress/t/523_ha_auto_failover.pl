@@ -30,6 +30,12 @@ use WorkerTest;
 
 plan skip_all => 'pg_autoctl is not installed (scripts/deps.sh installs postgresql-15-auto-failover)'
   unless grep { -x "$_/pg_autoctl" } split(/:/, $ENV{PATH});
+# pg_auto_failover is built per major (its monitor is the extension
+# pgautofailover): Debian 12 packages it for 15 only
+my $pkglibdir = `pg_config --pkglibdir`;
+chomp $pkglibdir;
+plan skip_all => "pg_auto_failover is not installed for this PostgreSQL (no $pkglibdir/pgautofailover.so)"
+  unless -f "$pkglibdir/pgautofailover.so";
 
 my $tmp = PostgreSQL::Test::Utils::tempdir('autofailover');
 # pg_autoctl reaches its local Postgres over the default socket directory
