@@ -342,6 +342,8 @@ BEGIN
 	IF lease IS NULL OR lease <= '0 seconds' THEN
 		RAISE EXCEPTION 'lease must be positive' USING ERRCODE = 'invalid_parameter_value';
 	END IF;
+	/* a restored copy hands no effect to the code that would carry it out */
+	PERFORM webhook_inbox._outbound_guard();
 	RETURN QUERY
 	WITH c AS (
 		SELECT id FROM webhook_inbox.effects

@@ -66,6 +66,7 @@ $node->safe_psql('postgres', qq{
 	SELECT webhook_inbox.request_effect('refund:534', 'http',
 		'{"method": "POST", "path": "/v1/refunds", "body": {"payment_intent": "pi_534", "amount": 500}}',
 		source => 'platform', owner => 'finance');
+	SELECT webhook_inbox.request_effect('mail:534', 'email', '{"to": "ops\@example.com"}');
 });
 # the original reaches the provider: its tenants listed, an installation token minted
 is($node->safe_psql('postgres', "SELECT webhook_inbox.discover_tenants('platform')"), '2',
@@ -119,11 +120,18 @@ for my $c (@calls)
 	like("$out $err", qr/outbound work is paused/, "$what: refused or waiting, with the pause as its reason");
 	is(requests() - $before, 0, "$what: 0 requests reached the provider");
 }
-is($node->safe_psql('copy', "SELECT status || ' ' || attempts FROM webhook_inbox.effects"), 'pending 0',
+is($node->safe_psql('copy', "SELECT status || ' ' || attempts FROM webhook_inbox.effects WHERE kind = 'http'"), 'pending 0',
 	'the refund waits, never attempted');
+# the outbox: the application's code is handed no effect to carry out either
+my ($crc, $cout, $cerr) = $node->psql('copy', "SELECT count(*) FROM webhook_inbox.claim_effects('app', '{email}')");
+like($cerr, qr/outbound work is paused/, 'claim_effects() refuses while paused');
+is($node->safe_psql('copy', "SELECT status || ' ' || attempts FROM webhook_inbox.effects WHERE kind = 'email'"), 'pending 0',
+	'the e-mail effect waits, never claimed');
 
 # resumed: the same calls reach the provider
 is($node->safe_psql('copy', 'SELECT webhook_inbox.resume_outbound()'), 'resumed', 'resume_outbound()');
+is($node->safe_psql('copy', "SELECT count(*) FROM webhook_inbox.claim_effects('app', '{email}')"), '1',
+	'the outbox hands out its effect after resume');
 my $before = requests();
 is($node->safe_psql('copy', "SELECT webhook_inbox.discover_tenants('platform')"), '2', 'tenant discovery after resume');
 like(join("\n", (split /\n/, slurp($log))[ $before .. requests() - 1 ]), qr{^GET /v1/accounts}m,
