@@ -30,6 +30,8 @@ static const OutcomeInfo outcomes[WI_OUT__COUNT] = {
 	[WI_OUT_DEFERRED] = {"deferred", WI_STAT_DEFERRED},
 	[WI_OUT_NEED_FETCH] = {"need_fetch", -1},
 	[WI_OUT_TAKEN] = {"taken", -1},
+	[WI_OUT_REVIVED] = {"revived", WI_STAT_REVIVED},
+	[WI_OUT_HIDDEN] = {"hidden", WI_STAT_HIDDEN},
 };
 
 WiOutcome

@@ -28,6 +28,8 @@ typedef enum WiOutcome
 	WI_OUT_DEFERRED,			/* put back without counting an attempt */
 	WI_OUT_NEED_FETCH,			/* only the provider's present can decide */
 	WI_OUT_TAKEN,				/* events a round took without a lease */
+	WI_OUT_REVIVED,				/* a tombstone a read inferred yielded to a newer version */
+	WI_OUT_HIDDEN,				/* the read API cannot see it: hidden, not deleted */
 	WI_OUT__COUNT
 } WiOutcome;
 

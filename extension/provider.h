@@ -74,6 +74,31 @@ typedef struct WiTypeMap
 	bool		occurrence;		/* also recorded once as an occurrence (a refund) */
 } WiTypeMap;
 
+/*
+ * What a source cannot see, declared by its adapter (the horizons table of
+ * each adapter file, listed by webhook_inbox.horizons).  A null or 404 for
+ * an object outside a horizon is no evidence that the object is gone: the
+ * object is hidden (objects.hidden_since), never tombstoned, and follows its
+ * signed webhooks.  The SQL half (_hidden_why() in sql/worker.sql) reads
+ * the view, so a horizon is written here once.
+ */
+typedef enum WiHorizonKind
+{
+	WI_HORIZON_AGE,				/* objects created more than days ago are invisible */
+	WI_HORIZON_EVENTS,			/* the events list keeps days of events */
+	WI_HORIZON_TENANT			/* a tenant whose access ended (tenants.status disabled) */
+} WiHorizonKind;
+
+typedef struct WiHorizon
+{
+	const char *object_type;	/* "*": every type; NULL ends a table */
+	WiHorizonKind kind;
+	int			days;			/* AGE, EVENTS: how far back the provider shows */
+	const char *created_path;	/* AGE: where the object says when it was created */
+	const char *lifted_by;		/* AGE: the access scope that lifts it, or NULL */
+	const char *why;			/* one sentence, for the view and the docs */
+} WiHorizon;
+
 /* A list request lists every object of the type (the full layer). */
 #define WI_LIST_ALL ((int64) -1)
 
@@ -173,6 +198,19 @@ typedef struct WiAdapter
 	 * the settings say so.
 	 */
 	void		(*pace) (const WiSource *src, const char *path, WiPace *out, bool *tenant_unit);
+
+	/* What the source cannot see (see WiHorizon); NULL: nothing. */
+	const WiHorizon *horizons;
+
+	/*
+	 * Optional, for a horizon an access scope lifts: the request that asks
+	 * the provider which scopes the source's token holds (Shopify:
+	 * currentAppInstallation { accessScopes { handle } }), a POST of
+	 * scopes_body to scopes_url; the answer goes to _scopes_answered() in
+	 * SQL.  Asked once per token (source_scopes), again after a scope change.
+	 */
+	char	   *(*scopes_url) (const WiSource *src);
+	char	   *(*scopes_body) (const WiSource *src);
 } WiAdapter;
 
 extern const WiAdapter wi_adapter_stripe;

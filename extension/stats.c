@@ -90,7 +90,7 @@ static const char *const stat_columns[] = {
 	"claimed", "events", "fetched", "fetch_errors", "saved", "duplicates", "stale",
 	"ties", "backward", "occurrences", "ignored", "tombstones", "retries", "quarantined",
 	"unorderable", "fenced", "deferred", "rate_limited", "auth_refused", "sweeps",
-	"sweeps_failed", "repairs", "errors", "refused",
+	"sweeps_failed", "repairs", "errors", "refused", "revived", "hidden",
 };
 
 StaticAssertDecl(lengthof(stat_columns) == WI_STAT__COUNT,

@@ -34,6 +34,8 @@ typedef enum WiStat
 	WI_STAT_REPAIRS,
 	WI_STAT_ERRORS,
 	WI_STAT_REFUSED,			/* requests not sent: URL off the source's origin */
+	WI_STAT_REVIVED,			/* tombstones a read inferred, overridden by a newer version */
+	WI_STAT_HIDDEN,				/* reads that found nothing of an object outside a horizon */
 	WI_STAT__COUNT
 } WiStat;
 

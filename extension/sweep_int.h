@@ -41,6 +41,7 @@ typedef struct Sweep
 	const WiAdapter *adapter;
 	WiTypeMap	type;
 	bool		supported;
+	bool		scopes_known;	/* source_scopes has the tenant's token's scopes */
 	int64		run_id;
 	int64		since;
 	/* the current page */
@@ -119,6 +120,8 @@ extern bool wi_sweep_pause(const WiSteps *steps, double secs);
  *	finish	closes the run, moving the checkpoint only when it is complete:
  *			s->status
  *	repos	one page of an installation's repositories onto s->repos
+ *	scopes	the provider's answer s->body about the token's access scopes
+ *			into source_scopes
  */
 extern void wi_sweep_load_step(void *arg);
 extern void wi_sweep_begin_step(void *arg);
@@ -132,5 +135,6 @@ extern void wi_sweep_repair_step(void *arg);
 extern void wi_sweep_count_step(void *arg);
 extern void wi_sweep_finish_step(void *arg);
 extern void wi_sweep_repos_step(void *arg);
+extern void wi_sweep_scopes_step(void *arg);
 
 #endif							/* WI_SWEEP_INT_H */

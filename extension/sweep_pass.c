@@ -141,8 +141,12 @@ repair_one(Sweep *s, Diff *d)
 		return;
 	}
 	if (strcmp(s->result, "applied") == 0 || strcmp(s->result, "tombstone") == 0 ||
-		strcmp(s->result, "recorded") == 0)
+		strcmp(s->result, "recorded") == 0 || strcmp(s->result, "revived") == 0)
 		wi_stat_add(WI_STAT_REPAIRS, 1);
+	if (strcmp(s->result, "revived") == 0)
+		wi_stat_add(WI_STAT_REVIVED, 1);
+	else if (strcmp(s->result, "hidden") == 0)
+		wi_stat_add(WI_STAT_HIDDEN, 1);
 }
 
 /*
@@ -222,6 +226,39 @@ repair_by_id(Sweep *s, const WiSteps *steps, char **ids, int n,
 }
 
 /*
+ * Asks the provider which access scopes the tenant's token holds, once per
+ * token (source_scopes keeps the answer until the token or its scopes
+ * change): a horizon such a scope lifts (Shopify's read_all_orders) is only
+ * lifted when the provider said so.  A failed question is logged and
+ * leaves the scopes unknown, which hides what the horizon would hide.
+ */
+static void
+ask_scopes(Sweep *s)
+{
+	WiHttpRequest req;
+	char	   *err;
+
+	if (s->scopes_known || s->adapter->scopes_url == NULL)
+		return;
+	if (!wi_sweep_get(&req, s->adapter->scopes_url(s->src), s->adapter->scopes_body(s->src), s))
+		return;
+	if (req.status != 200 || req.body.data == NULL)
+	{
+		ereport(LOG,
+				(errmsg("webhook_inbox: source \"%s\" could not learn its access scopes%s%s: %s",
+						s->src->name, s->tenant[0] ? " for tenant " : "", s->tenant,
+						req.error ? req.error : psprintf("http %ld", req.status)),
+				 errdetail("Until it does, what a scope would let it see is treated as hidden, never as deleted.")));
+		return;
+	}
+	s->body = req.body.data;
+	if ((err = wi_step_run(s->steps, wi_sweep_scopes_step, s)) != NULL)
+		ereport(LOG,
+				(errmsg("webhook_inbox: source \"%s\" could not read its access scopes: %s", s->src->name, err)));
+	s->body = NULL;
+}
+
+/*
  * Runs one sweep of (source, object type).  Returns the sweep_runs id, or 0
  * when the source has no list API for the type (nothing is recorded).  In
  * the worker every failure is recorded in the run; in a backend SQL errors
@@ -251,6 +288,7 @@ wi_sweep_run(const WiSteps *steps, int32 source_id, const char *tenant, const ch
 
 	if (wi_step_run(steps, wi_sweep_load_step, &s) != NULL || !s.supported)
 		return 0;
+	ask_scopes(&s);
 	if (wi_step_run(steps, wi_sweep_begin_step, &s) != NULL)
 		return 0;
 	pgstat_report_activity(STATE_RUNNING, "sweeping");

@@ -87,6 +87,17 @@ wi_sweep_load_step(void *arg)
 		if (s->nrepos > 0 && s->src->repo == NULL)
 			s->src->repo = s->repos[0];
 	}
+	/* whether the scopes the tenant's token holds are known (asked once per token) */
+	if (s->adapter != NULL && s->adapter->scopes_url != NULL)
+	{
+		Oid			t[2] = {INT4OID, TEXTOID};
+		Datum		v[2] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->tenant)};
+		bool		isnull;
+
+		wi_spi_exec("SELECT EXISTS (SELECT 1 FROM webhook_inbox.source_scopes c "
+					"WHERE c.source_id = $1 AND c.tenant = $2)", 2, t, v, NULL, SPI_OK_SELECT);
+		s->scopes_known = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
 	s->supported = s->adapter != NULL &&
 		s->adapter->type_map(s->src, s->object_type, &s->type) &&
 		s->adapter->list_url(s->src, &s->type, WI_LIST_ALL, NULL) != NULL;
@@ -288,6 +299,18 @@ wi_sweep_count_step(void *arg)
 	char		nl[4] = {' ', s->token ? ' ' : 'n', ' ', ' '};
 
 	wi_spi_exec("SELECT webhook_inbox._sweep_count($1, $2, $3, $4)", 4, t, v, nl, SPI_OK_SELECT);
+}
+
+void
+wi_sweep_scopes_step(void *arg)
+{
+	Sweep	   *s = (Sweep *) arg;
+	Oid			t[3] = {INT4OID, TEXTOID, TEXTOID};
+	Datum		v[3] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->tenant),
+		CStringGetTextDatum(s->body)};
+
+	wi_spi_exec("SELECT webhook_inbox._scopes_answered($1, $2, $3)", 3, t, v, NULL, SPI_OK_SELECT);
+	s->scopes_known = true;
 }
 
 void

@@ -315,12 +315,23 @@ CREATE TABLE @extschema@.objects (
 	updated_at		timestamptz NOT NULL DEFAULT now(),
 	tombstone_pending_since timestamptz,
 	tenant			text NOT NULL DEFAULT '',
+	hidden_since	timestamptz,
+	hidden_reason	text,
+	tombstone_evidence text
+		CONSTRAINT objects_tombstone_evidence_check CHECK (tombstone_evidence IN ('read', 'provider')),
+	CONSTRAINT objects_hidden_check CHECK ((hidden_since IS NULL) = (hidden_reason IS NULL)),
 	PRIMARY KEY (source_id, tenant, object_type, object_id)
 );
 COMMENT ON TABLE @extschema@.objects IS
 	'The mirror: the latest known state of each provider object.';
 COMMENT ON COLUMN @extschema@.objects.tombstone_pending_since IS
 	'When a read API first answered 404/410 for the object: the tombstone is saved only when a second such answer comes at least webhook_inbox.tombstone_confirm_delay later, and any save of a present version clears this. NULL: no unconfirmed 404.';
+COMMENT ON COLUMN @extschema@.objects.hidden_since IS
+	'Since when the provider''s read API cannot see the object although it need not be gone (outside a horizon of webhook_inbox.horizons: a Shopify order older than 60 days without read_all_orders, a tenant whose access ended): its null or 404 is not a tombstone, and what the mirror holds of it since comes from its signed webhooks only. NULL: the read API sees it.';
+COMMENT ON COLUMN @extschema@.objects.hidden_reason IS
+	'Why the object is hidden: the horizon that hides it. NULL when it is not hidden.';
+COMMENT ON COLUMN @extschema@.objects.tombstone_evidence IS
+	'What a tombstone rests on. read: a read by id answered 404/410 (or null) twice, an inference, which a later signed webhook with a strictly newer version overrides (the object is revived); provider: the provider said so (a deletion event, an object marked deleted), final. NULL: not deleted.';
 COMMENT ON COLUMN @extschema@.objects.fence_token IS
 	'Highest claim token that saved this object; saves under an older token are fenced.';
 
@@ -906,6 +917,23 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION @extschema@._version_rule(boolean, numeric, numeric, boolean, boolean, boolean) IS
 	'The version rule of the mirror, for every path that saves an object (upsert_object(), the worker''s version walk, the save of fetched presents): applied, duplicate, stale or tie.';
+
+/*
+ * Whether a stored tombstone still stands against an incoming version, the
+ * other half of the version rule: a tombstone the provider stated (a
+ * deletion event, an object marked deleted) is final; one a read inferred
+ * (404 twice: evidence read) yields to a strictly newer version, which
+ * revives the object.  Inlined like _version_rule(), whose p_old_del it
+ * gives.
+ */
+CREATE FUNCTION @extschema@._tombstone_holds(p_old_del boolean, p_evidence text, p_ver numeric, p_old_ver numeric)
+RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+	SELECT p_old_del AND NOT coalesce(p_evidence OPERATOR(pg_catalog.=) 'read'
+									  AND p_ver OPERATOR(pg_catalog.>) p_old_ver, false)
+$$;
+COMMENT ON FUNCTION @extschema@._tombstone_holds(boolean, text, numeric, numeric) IS
+	'Whether a stored tombstone stands against an incoming version: always when the provider stated it, and for one a read inferred (evidence read) unless the incoming version is strictly newer.';
 
 CREATE FUNCTION @extschema@._time_of(v jsonb) RETURNS timestamptz
 LANGUAGE sql STABLE PARALLEL SAFE AS $$

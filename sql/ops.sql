@@ -463,9 +463,11 @@ COMMENT ON VIEW @extschema@.inbox_events IS
 
 CREATE VIEW @extschema@.mirror AS
 SELECT s.name AS source, o.object_type, o.object_id, o.status, o.version, o.provider_time, o.deleted,
-	   o.last_event_id, o.updated_at, o.tenant
+	   o.last_event_id, o.updated_at, o.tenant, o.hidden_since IS NOT NULL AS hidden,
+	   CASE WHEN o.hidden_since IS NOT NULL THEN 'payloads' ELSE 'read_api' END AS known_from,
+	   o.tombstone_evidence
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id;
-COMMENT ON VIEW @extschema@.mirror IS 'The mirror''s metadata without the objects'' state.';
+COMMENT ON VIEW @extschema@.mirror IS 'The mirror''s metadata without the objects'' state: hidden objects (the read API cannot see them) are known from their signed payloads only (known_from payloads); a tombstone''s evidence says whether a read inferred it (read: a newer signed version revives it) or the provider stated it.';
 
 CREATE VIEW @extschema@.source_list AS
 SELECT s.id, s.name, s.kind, cardinality(s.signing_secrets) AS secrets, s.tolerance, s.api_base,
@@ -1091,6 +1093,8 @@ GRANT SELECT ON @extschema@.queues, @extschema@.queue_owners, @extschema@.inbox_
 	@extschema@.requeues, @extschema@.requeue_batches, @extschema@.effect_resolutions
 	TO webhook_inbox_reader;
 GRANT SELECT ON @extschema@.outbound_status TO webhook_inbox_reader;
+GRANT SELECT ON @extschema@.hidden_objects, @extschema@.horizons, @extschema@.source_scopes TO webhook_inbox_reader;
+GRANT EXECUTE ON FUNCTION @extschema@._horizons() TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@._outbound_paused() TO webhook_inbox_reader;
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats(), @extschema@._queue_owner(text, text, text)
 	TO webhook_inbox_reader;

@@ -10,7 +10,8 @@
 --     a SET clause cannot);
 --   * the small SQL helpers the planner inlines into set-based statements
 --     (a SET clause forbids inlining: _pattern_like, _scalar_text,
---     _version_of, _version_rule (the version rule of every save),
+--     _version_of, _version_rule (the version rule of every save) and
+--     _tombstone_holds (its tombstone half),
 --     _time_of, and _round_events, the events every statement
 --     of a round reads; _route_of, the route lookup of intake's statement,
 --     and _classify_batch, classification in SQL, the bench's reference
@@ -38,7 +39,8 @@ BEGIN
 		   AND p.proconfig IS NULL
 		   AND NOT (p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_pattern_like', '_scalar_text', '_version_of',
 															'_time_of', '_classify', '_classify_batch', '_route_of',
-															'_fenced', '_round_events', '_version_rule']::pg_catalog.name[]))
+															'_fenced', '_round_events', '_version_rule',
+															'_tombstone_holds']::pg_catalog.name[]))
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
 	END LOOP;

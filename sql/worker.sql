@@ -70,7 +70,7 @@ COMMENT ON TABLE @extschema@.sweep_seen IS
 
 CREATE TABLE @extschema@.repairs (
 	id				bigserial PRIMARY KEY,
-	run_id			bigint NOT NULL REFERENCES @extschema@.sweep_runs (id),
+	run_id			bigint REFERENCES @extschema@.sweep_runs (id),
 	source_id		integer NOT NULL REFERENCES @extschema@.sources (id),
 	object_type		text NOT NULL,
 	object_id		text NOT NULL,
@@ -82,7 +82,112 @@ CREATE TABLE @extschema@.repairs (
 );
 CREATE INDEX repairs_run_idx ON @extschema@.repairs (run_id);
 COMMENT ON TABLE @extschema@.repairs IS
-	'Each difference a sweep repaired: the mirror before and after (status, version, deleted), and the save''s outcome (event: a missed event the incremental layer fed into the inbox).';
+	'Each difference a sweep repaired: the mirror before and after (status, version, deleted), and the save''s outcome (event: a missed event the incremental layer fed into the inbox; hidden: an object the read API cannot see, kept and marked hidden instead of deleted). A revived row (run_id NULL) is a tombstone a read had inferred that a later signed webhook or read with a strictly newer version overrode.';
+COMMENT ON COLUMN @extschema@.repairs.run_id IS
+	'The sweep run that made the repair; NULL for a revival, which the save of a newer version makes outside any sweep.';
+
+CREATE TABLE @extschema@.source_scopes (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	tenant			text NOT NULL DEFAULT '',
+	scopes			text[] NOT NULL,
+	asked_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, tenant)
+);
+COMMENT ON TABLE @extschema@.source_scopes IS
+	'The access scopes a source''s token holds for a tenant (empty: its own account), as the provider answered (Shopify: currentAppInstallation.accessScopes): a horizon such a scope lifts (read_all_orders) is lifted only when listed here. Asked by the worker once per token: a change of the source''s api_token and a Shopify app/scopes_update webhook clear the row, and the next sweep asks again.';
+
+CREATE FUNCTION @extschema@._source_scopes_stale() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM webhook_inbox.source_scopes c WHERE c.source_id = NEW.id AND c.tenant = '';
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._source_scopes_stale() IS
+	'Forgets the scopes of a source''s own token when the token changes: the next sweep asks the provider again.';
+CREATE TRIGGER source_scopes_stale AFTER UPDATE OF api_token ON @extschema@.sources
+	FOR EACH ROW WHEN (OLD.api_token IS DISTINCT FROM NEW.api_token)
+	EXECUTE FUNCTION @extschema@._source_scopes_stale();
+
+CREATE FUNCTION @extschema@._scopes_answered(p_source_id integer, p_tenant text, p_body text)
+RETURNS text[]
+LANGUAGE plpgsql AS $$
+DECLARE
+	doc jsonb;
+	got text[];
+BEGIN
+	BEGIN
+		doc := p_body::jsonb;
+	EXCEPTION WHEN others THEN
+		RAISE EXCEPTION 'the access scopes answer is not JSON' USING ERRCODE = 'invalid_text_representation';
+	END;
+	IF jsonb_typeof(doc #> '{data,currentAppInstallation,accessScopes}') IS DISTINCT FROM 'array' THEN
+		RAISE EXCEPTION 'the access scopes answer has no data.currentAppInstallation.accessScopes array'
+			USING ERRCODE = 'invalid_text_representation',
+				  DETAIL = left(coalesce(doc ->> 'errors', ''), 200);
+	END IF;
+	got := ARRAY(SELECT DISTINCT a ->> 'handle'
+				   FROM jsonb_array_elements(doc #> '{data,currentAppInstallation,accessScopes}') a
+				  WHERE jsonb_typeof(a -> 'handle') = 'string'
+				  ORDER BY 1);
+	INSERT INTO webhook_inbox.source_scopes AS c (source_id, tenant, scopes)
+	VALUES (p_source_id, p_tenant, got)
+	ON CONFLICT (source_id, tenant) DO UPDATE SET scopes = EXCLUDED.scopes, asked_at = now();
+	RETURN got;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._scopes_answered(integer, text, text) IS
+	'Keeps the access scopes of a provider''s answer (Shopify: data.currentAppInstallation.accessScopes[].handle) for the source''s tenant; raises on an answer without them.';
+
+CREATE FUNCTION @extschema@._horizons(OUT kind text, OUT object_type text, OUT horizon text, OUT days integer,
+	OUT created_path text, OUT lifted_by text, OUT description text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'wi_horizons'
+LANGUAGE C STABLE;
+COMMENT ON FUNCTION @extschema@._horizons() IS
+	'The horizons every provider adapter declares (extension/adapters/*.c), one row each: read through webhook_inbox.horizons.';
+
+CREATE VIEW @extschema@.horizons AS
+SELECT h.kind, h.object_type, h.horizon, h.days, h.created_path, h.lifted_by, h.description
+  FROM @extschema@._horizons() h;
+COMMENT ON VIEW @extschema@.horizons IS
+	'What each provider kind''s read API cannot see, as its adapter declares it (extension/adapters/): age, objects created more than days ago (created_path), unless the source holds the scope lifted_by; events, how long the events list keeps events; tenant, a tenant whose access ended. A null or 404 for an object outside a horizon makes it hidden, never deleted.';
+
+CREATE FUNCTION @extschema@._hidden_why(p_source_id integer, p_tenant text, p_object_type text, p_state jsonb)
+RETURNS text
+LANGUAGE sql STABLE AS $$
+	/*
+	 * Why the source's read API cannot see the object, or NULL when it can
+	 * (its 404 is then evidence).  Unknown scopes lift nothing: without an
+	 * answer from the provider an old order is hidden, which a later read
+	 * after the scopes are known corrects, where a wrong tombstone would
+	 * drop every later webhook.
+	 */
+	SELECT coalesce(
+		(SELECT pg_catalog.format('tenant: %s is %s (%s)', pg_catalog.quote_literal(t.tenant), t.status,
+								  coalesce(t.reason, h.description))
+		   FROM webhook_inbox.sources s
+		   JOIN webhook_inbox.horizons h ON h.kind = s.kind AND h.horizon = 'tenant'
+				AND h.object_type IN ('*', p_object_type)
+		   JOIN webhook_inbox.tenants t ON t.source_id = s.id AND t.tenant = p_tenant AND t.status = 'disabled'
+		  WHERE s.id = p_source_id
+		  LIMIT 1),
+		(SELECT pg_catalog.format('age: created %s, more than %s days ago, and the source %s %s',
+								  c.created, h.days,
+								  CASE WHEN sc.scopes IS NULL THEN 'has not been told it holds' ELSE 'does not hold' END,
+								  h.lifted_by)
+		   FROM webhook_inbox.sources s
+		   JOIN webhook_inbox.horizons h ON h.kind = s.kind AND h.horizon = 'age'
+				AND h.object_type IN ('*', p_object_type)
+		  CROSS JOIN LATERAL (SELECT webhook_inbox._time_of(jsonb_path_query_first(p_state, h.created_path::jsonpath))
+									 AS created) c
+		   LEFT JOIN webhook_inbox.source_scopes sc ON sc.source_id = s.id AND sc.tenant = p_tenant
+		  WHERE s.id = p_source_id AND c.created < now() - make_interval(days => h.days)
+			AND (h.lifted_by IS NULL OR sc.scopes IS NULL OR NOT h.lifted_by = ANY (sc.scopes))
+		  LIMIT 1))
+$$;
+COMMENT ON FUNCTION @extschema@._hidden_why(integer, text, text, jsonb) IS
+	'Why a source''s read API cannot see an object of a tenant (p_state: what is known of it, for its creation time), by webhook_inbox.horizons and source_scopes; NULL when it can, so that its 404 is evidence of a deletion.';
 
 ---------------------------------------------------------------------------
 -- Processing a claim
@@ -369,7 +474,8 @@ BEGIN
 			   NULL::bigint AS id, NULL::text AS res, false AS readable, NULL::text AS from_st,
 			   NULL::numeric AS ev_ver, NULL::text AS ev_st, NULL::bigint AS last_id,
 			   o.status AS st, o.version AS ver, o.state, o.deleted AS del,
-			   (o.status IS NULL AND o.version IS NULL AND o.state IS NULL AND NOT o.deleted) AS fresh
+			   (o.status IS NULL AND o.version IS NULL AND o.state IS NULL AND NOT o.deleted) AS fresh,
+			   o.tombstone_evidence AS evidence, false AS revived
 		  FROM (SELECT DISTINCT e.claim_token, e.source_id, e.tenant, e.object_type, e.object_id FROM ev e) c
 		  JOIN webhook_inbox.objects o
 			ON o.source_id = c.source_id AND o.tenant = c.tenant AND o.object_type = c.object_type AND o.object_id = c.object_id
@@ -381,14 +487,19 @@ BEGIN
 			   CASE WHEN d.res = 'applied' THEN coalesce(e.ver, w.ver) ELSE w.ver END,
 			   CASE WHEN d.res = 'applied' THEN coalesce(e.state, w.state) ELSE w.state END,
 			   CASE WHEN d.res = 'applied' THEN e.del ELSE w.del END,
-			   w.fresh AND d.res <> 'applied'
+			   w.fresh AND d.res <> 'applied',
+			   /* a deletion event's tombstone is the provider's word */
+			   CASE WHEN d.res <> 'applied' THEN w.evidence WHEN e.del THEN 'provider' END,
+			   d.res = 'applied' AND w.del AND NOT e.del
 		  FROM walk w
 		  JOIN ev e ON e.claim_token = w.claim_token AND e.rn = w.rn + 1
 		 CROSS JOIN LATERAL (
 			SELECT NOT w.fresh AND w.del = e.del AND (e.st IS NULL OR e.st = w.st)
 				   AND (e.state IS NULL OR (w.state IS NOT NULL AND e.state = w.state)) AS same) q
+		 /* a tombstone a read inferred yields to a strictly newer version: revived */
 		 CROSS JOIN LATERAL (
-			SELECT webhook_inbox._version_rule(w.fresh, e.ver, w.ver, e.del, w.del, q.same) AS res) d),
+			SELECT webhook_inbox._version_rule(w.fresh, e.ver, w.ver, e.del,
+					   webhook_inbox._tombstone_holds(w.del, w.evidence, e.ver, w.ver), q.same) AS res) d),
 	last AS (
 		SELECT DISTINCT ON (w.claim_token) w.*
 		  FROM walk w
@@ -398,9 +509,18 @@ BEGIN
 		UPDATE webhook_inbox.objects x
 		   SET status = f.st, version = f.ver, state = f.state, deleted = f.del,
 			   fence_token = greatest(x.fence_token, f.claim_token), last_event_id = coalesce(f.last_id, x.last_event_id),
-			   updated_at = now(), tombstone_pending_since = NULL
+			   updated_at = now(), tombstone_pending_since = NULL, tombstone_evidence = f.evidence
 		  FROM last f
 		 WHERE x.source_id = f.source_id AND x.tenant = f.tenant AND x.object_type = f.object_type AND x.object_id = f.object_id),
+	rev AS (
+		/* each revival, a repair of its own kind outside any sweep */
+		INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
+		SELECT NULL, w.source_id, w.tenant, w.object_type, w.object_id,
+			   jsonb_build_object('deleted', true, 'evidence', 'read', 'version', p.ver),
+			   jsonb_build_object('status', w.st, 'version', w.ver, 'deleted', false, 'event', w.id), 'revived'
+		  FROM walk w JOIN walk p ON p.claim_token = w.claim_token AND p.rn = w.rn - 1
+		 WHERE w.revived
+		 ORDER BY w.claim_token, w.rn),
 	tr AS (
 		/* the status change of each applied event, a deletion counting as one */
 		INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, from_status, to_status,
@@ -419,7 +539,8 @@ BEGIN
 		   d_reason || coalesce((SELECT array_agg(CASE x.res
 				WHEN 'tie' THEN 'ambiguous_tie: equal version with different content and no read API'
 				WHEN 'stale' THEN 'stale: a newer version is stored' END) FROM decided x), '{}'),
-		   d_outcome || coalesce((SELECT array_agg(x.res) FROM decided x), '{}'),
+		   d_outcome || coalesce((SELECT array_agg(CASE WHEN x.revived THEN 'revived' ELSE x.res END)
+								   FROM decided x), '{}'),
 		   /* equal version, different content: only the present can tell */
 		   x_token || coalesce((SELECT array_agg(w.claim_token) FROM walk w, (VALUES (1), (2)) k(k)
 								  WHERE w.res = 'tie' AND w.readable), '{}'),
@@ -692,7 +813,7 @@ BEGIN
 	 */
 	RETURN QUERY
 	WITH a AS (
-		SELECT x.n, x.tok, l.source_id, l.tenant, l.object_type, l.object_id, q.del, x.cause,
+		SELECT x.n, x.tok, l.source_id, l.tenant, l.object_type, l.object_id, q.del, q.stated, x.cause,
 			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._scalar_text(jsonb_path_query_first(x.obj, x.sp)) END AS st,
 			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._version_of(jsonb_path_query_first(x.obj, x.vp)) END AS ver,
 			   CASE WHEN q.del THEN NULL ELSE x.obj END AS state
@@ -700,9 +821,11 @@ BEGIN
 			   WITH ORDINALITY AS x(tok, obj, del, sp, vp, cause, n)
 		  JOIN webhook_inbox.object_leases l ON l.token = x.tok
 		 CROSS JOIN LATERAL (SELECT coalesce(x.del, false)
-									OR coalesce(x.obj ->> 'deleted', 'false') = 'true' AS del) q),
+									OR coalesce(x.obj ->> 'deleted', 'false') = 'true' AS del,
+									coalesce(x.obj ->> 'deleted', 'false') = 'true' AS stated) q),
 	d AS (
 		SELECT a.*, o.status AS old_st, o.version AS old_ver, o.deleted AS old_del, f.fresh, g.fenced,
+			   webhook_inbox._tombstone_holds(o.deleted, o.tombstone_evidence, a.ver, o.version) AS old_held,
 			   NOT f.fresh AND o.deleted = a.del AND (a.st IS NULL OR (a.st = o.status) IS TRUE)
 				   AND (a.state IS NULL OR (o.state IS NOT NULL AND a.state = o.state)) AS same
 		  FROM a
@@ -716,7 +839,7 @@ BEGIN
 	r AS (
 		SELECT d.*,
 			   CASE WHEN d.fenced THEN 'fenced'
-					ELSE webhook_inbox._version_rule(d.fresh, d.ver, d.old_ver, d.del, d.old_del, d.same)
+					ELSE webhook_inbox._version_rule(d.fresh, d.ver, d.old_ver, d.del, d.old_held, d.same)
 					END AS res
 		  FROM d),
 	upd AS (
@@ -724,7 +847,8 @@ BEGIN
 		   SET status = coalesce(r.st, x.status),
 			   version = CASE WHEN r.res = 'tie' THEN x.version ELSE coalesce(r.ver, x.version) END,
 			   state = coalesce(r.state, x.state), deleted = r.del, tombstone_pending_since = NULL,
-			   fence_token = greatest(x.fence_token, r.tok), updated_at = now()
+			   fence_token = greatest(x.fence_token, r.tok), updated_at = now(),
+			   tombstone_evidence = CASE WHEN NOT r.del THEN NULL WHEN r.stated THEN 'provider' ELSE 'read' END
 		  FROM r
 		 WHERE r.res IN ('applied', 'tie')
 		   AND x.source_id = r.source_id AND x.tenant = r.tenant AND x.object_type = r.object_type AND x.object_id = r.object_id),
@@ -744,7 +868,8 @@ BEGIN
 		 WHERE r.res IN ('applied', 'tie') AND t.to_st IS NOT NULL AND t.to_st IS DISTINCT FROM t.from_st
 		 ORDER BY r.n)
 	SELECT r.tok, CASE WHEN r.res = 'tie' THEN 'applied'
-					   WHEN r.res = 'applied' AND r.del THEN 'tombstone' ELSE r.res END
+					   WHEN r.res = 'applied' AND r.del THEN 'tombstone'
+					   WHEN r.res = 'applied' AND r.old_del THEN 'revived' ELSE r.res END
 	  FROM r
 	UNION ALL
 	/* a claim whose lease is gone was taken over */
@@ -753,7 +878,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._save_presents(bigint[], jsonb[], boolean[], jsonpath[], jsonpath[], text[]) IS
-	'Saves the provider''s present state of each claim''s object (or its tombstone: p_deleted, or "deleted": true) under the claim''s token, set-based, by upsert_object()''s rules; a tie at equal version is resolved in favour of the present. The arrays are parallel, one element per claim. Returns (token, outcome) rows: applied, duplicate, stale, tombstone or fenced.';
+	'Saves the provider''s present state of each claim''s object (or its tombstone: p_deleted, or "deleted": true) under the claim''s token, set-based, by upsert_object()''s rules; a tie at equal version is resolved in favour of the present. A tombstone saved from p_deleted (a read that found nothing) has evidence read and yields to a strictly newer version (revived); one the object itself states ("deleted": true) is final. The arrays are parallel, one element per claim. Returns (token, outcome) rows: applied, revived, duplicate, stale, tombstone or fenced.';
 
 CREATE FUNCTION @extschema@._save_present(p_token bigint, p_object jsonb, p_deleted boolean,
 	p_status_path jsonpath, p_version_path jsonpath, p_cause text)
@@ -791,6 +916,9 @@ DECLARE
 	u_tok bigint[];				/* an unreadable body: retried */
 	w_tok bigint[];				/* a 404 under another tenant's credentials: retried */
 	w_why text[];
+	h_tok bigint[];				/* a 404 for an object outside a horizon: hidden */
+	h_why text[];
+	h_obj jsonb[];				/* its newest signed payload, applied by version, or NULL */
 	r_tok bigint[];				/* saved, and their outcomes */
 	r_out text[];
 BEGIN
@@ -850,19 +978,39 @@ BEGIN
 	 * object's): a connected account's object asked for without its
 	 * Stripe-Account is "No such subscription" too, and is never a deletion.
 	 */
+	/*
+	 * A 404 for an object outside what the source can see (a horizon of
+	 * webhook_inbox.horizons, judged on what the mirror or the claim's own
+	 * signed payloads say of it) is no evidence at all: the object is
+	 * hidden, and its newest payload is saved through the version guard
+	 * instead, as for a payload-strategy source.
+	 */
 	WITH x AS (
 		SELECT x.*, l.source_id, l.tenant, l.object_type, l.object_id, o.tombstone_pending_since AS since,
 			   coalesce(p_credentials[x.k], l.tenant) AS cred,
-			   coalesce(o.deleted, false) AS was_deleted,
-			   CASE WHEN x.h NOT IN (404, 410) THEN jsonb_path_query_first(x.doc, coalesce(x.up, '$')) END AS obj
+			   coalesce(o.deleted, false) AS was_deleted, o.tombstone_evidence AS evidence,
+			   CASE WHEN x.h NOT IN (404, 410) THEN jsonb_path_query_first(x.doc, coalesce(x.up, '$')) END AS obj,
+			   pl.payload AS signed,
+			   CASE WHEN x.h IN (404, 410)
+					THEN webhook_inbox._hidden_why(l.source_id, l.tenant, l.object_type, coalesce(o.state, pl.payload))
+					END AS hidden_why
 		  FROM unnest(p_tokens, p_https, docs, p_unwrap_paths, p_status_paths, p_version_paths, p_sent_at)
 			   WITH ORDINALITY AS x(tok, h, doc, up, sp, vp, sent, k)
 		  JOIN webhook_inbox.object_leases l ON l.token = x.tok
 		  LEFT JOIN webhook_inbox.objects o
-			ON o.source_id = l.source_id AND o.tenant = l.tenant AND o.object_type = l.object_type AND o.object_id = l.object_id),
+			ON o.source_id = l.source_id AND o.tenant = l.tenant AND o.object_type = l.object_type AND o.object_id = l.object_id
+		  LEFT JOIN LATERAL (
+			SELECT i.payload FROM webhook_inbox.inbox i
+			 WHERE x.h IN (404, 410) AND i.claim_token = x.tok AND i.status = 'processing'
+			   AND jsonb_typeof(i.payload) = 'object'
+			 ORDER BY webhook_inbox._version_of(jsonb_path_query_first(i.payload, coalesce(x.vp, '$.none')))
+					  DESC NULLS LAST, i.id DESC
+			 LIMIT 1) pl ON true),
 	c AS (
 		SELECT x.*, CASE
 				WHEN x.h IN (404, 410) AND x.cred IS DISTINCT FROM x.tenant THEN 'wrong_credentials'
+				WHEN x.h IN (404, 410) AND x.hidden_why IS NOT NULL AND x.evidence IS DISTINCT FROM 'provider'
+					THEN 'hidden'
 				WHEN x.h IN (404, 410) THEN
 					CASE WHEN NOT x.was_deleted AND (x.since IS NULL OR x.since + confirm > now())
 							  AND confirm > interval '0' THEN 'first' ELSE 'gone' END
@@ -878,6 +1026,9 @@ BEGIN
 				THEN pg_catalog.format('fetch: http %s%s', c.h, CASE WHEN c.since IS NOT NULL THEN ', confirmed' ELSE '' END)
 				ELSE 'fetch' END ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
 		   coalesce(array_agg(c.sent ORDER BY c.k) FILTER (WHERE c.path IN ('gone', 'present')), '{}'),
+		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'hidden'), '{}'),
+		   coalesce(array_agg(c.hidden_why ORDER BY c.k) FILTER (WHERE c.path = 'hidden'), '{}'),
+		   coalesce(array_agg(c.signed ORDER BY c.k) FILTER (WHERE c.path = 'hidden'), '{}'),
 		   coalesce(array_agg(c.tok ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
 		   coalesce(array_agg(coalesce(c.since, now()) ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
 		   coalesce(array_agg(c.h ORDER BY c.k) FILTER (WHERE c.path = 'first'), '{}'),
@@ -888,8 +1039,23 @@ BEGIN
 				c.h, CASE WHEN c.cred = '' THEN 'the platform' ELSE pg_catalog.quote_literal(c.cred) END,
 				CASE WHEN c.tenant = '' THEN 'the platform' ELSE pg_catalog.quote_literal(c.tenant) END)
 				ORDER BY c.k) FILTER (WHERE c.path = 'wrong_credentials'), '{}')
-	  INTO s_tok, s_obj, s_del, s_sp, s_vp, s_cause, s_sent, f_tok, f_since, f_http, u_tok, w_tok, w_why
+	  INTO s_tok, s_obj, s_del, s_sp, s_vp, s_cause, s_sent, h_tok, h_why, h_obj,
+		   f_tok, f_since, f_http, u_tok, w_tok, w_why
 	  FROM c;
+
+	/* a hidden object with a signed payload: that payload is saved by version, as a webhook's */
+	IF cardinality(h_tok) > 0 THEN
+		SELECT s_tok || coalesce(array_agg(h.tok ORDER BY h.n), '{}'),
+			   s_obj || coalesce(array_agg(h.obj ORDER BY h.n), '{}'),
+			   s_del || coalesce(array_agg(false ORDER BY h.n), '{}'),
+			   s_sp || coalesce(array_agg(p_status_paths[array_position(p_tokens, h.tok)] ORDER BY h.n), '{}'),
+			   s_vp || coalesce(array_agg(p_version_paths[array_position(p_tokens, h.tok)] ORDER BY h.n), '{}'),
+			   s_cause || coalesce(array_agg('payload (hidden from the read API)'::text ORDER BY h.n), '{}'),
+			   s_sent || coalesce(array_agg(NULL::timestamptz ORDER BY h.n), '{}')
+		  INTO s_tok, s_obj, s_del, s_sp, s_vp, s_cause, s_sent
+		  FROM unnest(h_tok, h_obj) WITH ORDINALITY AS h(tok, obj, n)
+		 WHERE h.obj IS NOT NULL;
+	END IF;
 
 	IF cardinality(f_tok) > 0 THEN
 		INSERT INTO webhook_inbox.objects AS o (source_id, tenant, object_type, object_id, tombstone_pending_since)
@@ -911,6 +1077,36 @@ BEGIN
 	ELSE
 		r_tok := '{}';
 		r_out := '{}';
+	END IF;
+	/* each revival, a repair of its own kind outside any sweep */
+	INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
+	SELECT NULL, l.source_id, l.tenant, l.object_type, l.object_id,
+		   jsonb_build_object('deleted', true, 'evidence', 'read'),
+		   jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted), 'revived'
+	  FROM unnest(r_tok, r_out) AS r(tok, o)
+	  JOIN webhook_inbox.object_leases l ON l.token = r.tok
+	  JOIN webhook_inbox.objects o
+		ON o.source_id = l.source_id AND o.tenant = l.tenant AND o.object_type = l.object_type AND o.object_id = l.object_id
+	 WHERE r.o = 'revived';
+	/* what the read API answered with is an object it sees: hidden no more */
+	UPDATE webhook_inbox.objects o SET hidden_since = NULL, hidden_reason = NULL
+	  FROM unnest(s_tok, s_cause) AS x(tok, cause)
+	  JOIN webhook_inbox.object_leases l ON l.token = x.tok
+	 WHERE x.cause = 'fetch' AND o.hidden_since IS NOT NULL
+	   AND o.source_id = l.source_id AND o.tenant = l.tenant AND o.object_type = l.object_type AND o.object_id = l.object_id;
+	IF cardinality(h_tok) > 0 THEN
+		/* hidden, never deleted; without a payload to save, its events are done as they are */
+		INSERT INTO webhook_inbox.objects AS o (source_id, tenant, object_type, object_id, hidden_since, hidden_reason)
+		SELECT l.source_id, l.tenant, l.object_type, l.object_id, now(), h.why
+		  FROM unnest(h_tok, h_why) AS h(tok, why) JOIN webhook_inbox.object_leases l ON l.token = h.tok
+		 ORDER BY l.source_id, l.tenant, l.object_type, l.object_id
+		ON CONFLICT (source_id, tenant, object_type, object_id) DO UPDATE
+		   SET hidden_since = coalesce(o.hidden_since, EXCLUDED.hidden_since), hidden_reason = EXCLUDED.hidden_reason,
+			   tombstone_pending_since = NULL;
+		SELECT r_tok || coalesce(array_agg(h.tok), '{}'), r_out || coalesce(array_agg('hidden'::text), '{}')
+		  INTO r_tok, r_out
+		  FROM unnest(h_tok, h_obj) AS h(tok, obj)
+		 WHERE h.obj IS NULL;
 	END IF;
 	/*
 	 * Events of the object that arrived while the claim was being fetched,
@@ -1373,6 +1569,12 @@ BEGIN
 	 WHERE jsonb_typeof(it) = 'object';
 	more := coalesce(doc ->> 'has_more', 'false') = 'true';
 	UPDATE webhook_inbox.sweep_runs x SET pages = x.pages + 1, listed = x.listed + n WHERE x.id = p_run_id;
+	/* a listed object is one the source can see: hidden no more */
+	UPDATE webhook_inbox.objects o SET hidden_since = NULL, hidden_reason = NULL
+	  FROM jsonb_path_query(doc, p_items_path) it
+	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type
+	   AND o.hidden_since IS NOT NULL AND jsonb_typeof(it) = 'object'
+	   AND o.object_id = webhook_inbox._scalar_text(it -> 'id');
 	IF w.layer = 'full' THEN
 		/* what the provider still has, to find what it no longer has */
 		INSERT INTO webhook_inbox.sweep_seen (run_id, object_id)
@@ -1499,13 +1701,16 @@ BEGIN
 	SELECT o.object_id FROM webhook_inbox.objects o
 	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND NOT o.deleted
 	   AND NOT EXISTS (SELECT 1 FROM webhook_inbox.sweep_seen x WHERE x.run_id = p_run_id AND x.object_id = o.object_id)
+	   /* a hidden object is read again only once its horizon no longer hides it (a scope granted) */
+	   AND (o.hidden_since IS NULL
+			OR webhook_inbox._hidden_why(o.source_id, o.tenant, o.object_type, o.state) IS NULL)
 	 ORDER BY o.object_id;
 	GET DIAGNOSTICS n = ROW_COUNT;
 	UPDATE webhook_inbox.sweep_runs x SET missing = n WHERE x.id = p_run_id;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_missing(bigint) IS
-	'After a full pass listed every page: the mirror''s live objects of the type that the provider did not list (to be read by id: gone, or missed by a listing that moved).';
+	'After a full pass listed every page: the mirror''s live objects of the type that the provider did not list (to be read by id: gone, hidden, or missed by a listing that moved), except those still outside a horizon.';
 
 CREATE FUNCTION @extschema@._sweep_skip(p_run_id bigint, p_object_id text)
 RETURNS void
@@ -1558,17 +1763,62 @@ LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
 	s webhook_inbox.sources;
+	cur webhook_inbox.objects;
 	b jsonb;
 	a jsonb;
 	res text;
+	why text;
+	confirm interval;
 BEGIN
 	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
 	SELECT * INTO s FROM webhook_inbox.sources x WHERE x.id = w.source_id;
-	SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO b
-	  FROM webhook_inbox.objects o
-	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND o.object_id = p_object_id;
+	SELECT * INTO cur FROM webhook_inbox.objects x
+	 WHERE x.source_id = w.source_id AND x.tenant = w.tenant AND x.object_type = w.object_type AND x.object_id = p_object_id;
+	b := CASE WHEN cur.object_id IS NOT NULL
+			  THEN jsonb_build_object('status', cur.status, 'version', cur.version, 'deleted', cur.deleted) END;
+	/*
+	 * A read by id answered 404 (or null): evidence of a deletion only for
+	 * an object the source could see.  One outside a horizon is hidden and
+	 * keeps what its webhooks brought; one inside it is believed as a
+	 * fetch's 404 is, when a second read at least tombstone_confirm_delay
+	 * later answers the same (the next pass reads it by id first).
+	 */
+	IF p_deleted AND p_object IS NULL AND cur.object_id IS NOT NULL AND NOT cur.deleted THEN
+		why := webhook_inbox._hidden_why(w.source_id, w.tenant, w.object_type, cur.state);
+		confirm := coalesce(pg_catalog.current_setting('webhook_inbox.tombstone_confirm_delay', true), '60s')::interval;
+		IF why IS NOT NULL OR (confirm > interval '0'
+							   AND (cur.tombstone_pending_since IS NULL OR cur.tombstone_pending_since + confirm > now())) THEN
+			UPDATE webhook_inbox.objects x
+			   SET hidden_since = CASE WHEN why IS NOT NULL THEN coalesce(x.hidden_since, now()) END,
+				   hidden_reason = why,
+				   tombstone_pending_since = CASE WHEN why IS NULL THEN coalesce(x.tombstone_pending_since, now()) END
+			 WHERE x.source_id = w.source_id AND x.tenant = w.tenant AND x.object_type = w.object_type
+			   AND x.object_id = p_object_id;
+			IF p_token IS NOT NULL THEN
+				DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
+			END IF;
+			IF why IS NULL THEN
+				UPDATE webhook_inbox.sweep_runs x SET differences = x.differences + 1, retry_ids = x.retry_ids || p_object_id
+				 WHERE x.id = p_run_id;
+				RETURN 'unconfirmed';
+			END IF;
+			IF cur.hidden_since IS NULL THEN
+				INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
+				VALUES (p_run_id, w.source_id, w.tenant, w.object_type, p_object_id, b,
+						b || jsonb_build_object('hidden', why), 'hidden');
+				UPDATE webhook_inbox.sweep_runs x SET differences = x.differences + 1 WHERE x.id = p_run_id;
+			END IF;
+			RETURN 'hidden';
+		END IF;
+	END IF;
 	res := webhook_inbox._save_present(p_token, p_object, p_deleted, p_status_path, p_version_path,
 		format('sweep %s', p_run_id));
+	/* an object the provider listed or answered with is one the source sees */
+	IF p_object IS NOT NULL AND cur.hidden_since IS NOT NULL AND res <> 'fenced' THEN
+		UPDATE webhook_inbox.objects x SET hidden_since = NULL, hidden_reason = NULL
+		 WHERE x.source_id = w.source_id AND x.tenant = w.tenant AND x.object_type = w.object_type
+		   AND x.object_id = p_object_id;
+	END IF;
 	SELECT jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted) INTO a
 	  FROM webhook_inbox.objects o
 	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type AND o.object_id = p_object_id;
@@ -1579,14 +1829,14 @@ BEGIN
 				 THEN (p_object ->> 'amount')::numeric::bigint END,
 			p_object ->> 'currency') THEN
 		a := coalesce(a, '{}'::jsonb) || jsonb_build_object('occurrence', p_object_id);
-		IF res NOT IN ('applied', 'tombstone') THEN
+		IF res NOT IN ('applied', 'tombstone', 'revived') THEN
 			res := 'recorded';
 		END IF;
 	END IF;
 	IF p_token IS NOT NULL THEN
 		DELETE FROM webhook_inbox.object_leases x WHERE x.token = p_token;
 	END IF;
-	IF res IN ('applied', 'tombstone', 'recorded') THEN
+	IF res IN ('applied', 'tombstone', 'recorded', 'revived') THEN
 		INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, before, after, outcome)
 		VALUES (p_run_id, w.source_id, w.tenant, w.object_type, p_object_id, b, a, res);
 		UPDATE webhook_inbox.sweep_runs x SET repaired = x.repaired + 1, differences = x.differences + 1
@@ -1598,7 +1848,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_repair(bigint, bigint, text, jsonb, boolean, jsonpath, jsonpath, boolean) IS
-	'Repairs one difference through the guarded save path under the sweep''s lease (released here), recording the repair with the mirror before and after.';
+	'Repairs one difference through the guarded save path under the sweep''s lease (released here), recording the repair with the mirror before and after. A read by id that found nothing (p_object NULL, p_deleted) tombstones only an object the source could see, once a second read webhook_inbox.tombstone_confirm_delay after the first confirms it (until then: unconfirmed, read by id first by the next pass); one outside a horizon (_hidden_why()) is marked hidden instead. Returns applied, tombstone, recorded, duplicate, stale, fenced, hidden or unconfirmed.';
 
 CREATE FUNCTION @extschema@._sweep_count(p_run_id bigint, p_token bigint, p_skipped integer,
 	p_errors integer)
@@ -1712,7 +1962,11 @@ SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.sta
 	   r.layer AS last_layer, r.incomplete_reason AS last_incomplete_reason,
 	   (SELECT f.checkpoint FROM webhook_inbox.sweep_checkpoints f
 		 WHERE f.source_id = t.source_id AND f.tenant = t.tenant AND f.object_type = t.object_type AND f.layer = 'full') AS last_full_pass,
-	   t.tenant
+	   t.tenant,
+	   h.hidden, CASE WHEN h.live > 0 THEN round(h.hidden::numeric / h.live, 4) END AS hidden_share,
+	   (SELECT count(*) FROM webhook_inbox.repairs x
+		 WHERE x.source_id = t.source_id AND x.tenant = t.tenant AND x.object_type = t.object_type
+		   AND x.outcome = 'revived' AND x.at > now() - interval '1 day') AS revived_last_day
   FROM (SELECT DISTINCT x.source_id, x.tenant, x.object_type FROM webhook_inbox.sweep_runs x
 		UNION SELECT x.source_id, x.tenant, x.object_type FROM webhook_inbox.sweep_checkpoints x) t
   JOIN webhook_inbox.sources s ON s.id = t.source_id
@@ -1720,9 +1974,21 @@ SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.sta
 	   AND c.layer = 'incremental'
   LEFT JOIN LATERAL (SELECT * FROM webhook_inbox.sweep_runs x
 					  WHERE x.source_id = t.source_id AND x.tenant = t.tenant AND x.object_type = t.object_type
-					  ORDER BY x.started_at DESC LIMIT 1) r ON true;
+					  ORDER BY x.started_at DESC LIMIT 1) r ON true
+ CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE o.hidden_since IS NOT NULL) AS hidden, count(*) AS live
+					   FROM webhook_inbox.objects o
+					  WHERE o.source_id = t.source_id AND o.tenant = t.tenant AND o.object_type = t.object_type
+						AND NOT o.deleted) h;
 COMMENT ON VIEW @extschema@.sweep_health IS
-	'What to alert on for sweeps: per (source, object type, tenant) the last run (of either layer), its repairs (a webhook path losing events shows here), failures in the last day, the incremental checkpoint''s age and when the last complete full pass started.';
+	'What to alert on for sweeps: per (source, object type, tenant) the last run (of either layer), its repairs (a webhook path losing events shows here), failures in the last day, the incremental checkpoint''s age, when the last complete full pass started, how many live objects are hidden from the read API (hidden, and hidden_share of the live ones: known only from their webhooks) and the tombstones revived by a newer signed version in the last day.';
+
+CREATE VIEW @extschema@.hidden_objects AS
+SELECT s.name AS source, o.tenant, o.object_type, o.object_id, o.status, o.version, o.hidden_since, o.hidden_reason,
+	   'payloads'::text AS known_from, o.last_event_id, o.updated_at
+  FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id
+ WHERE o.hidden_since IS NOT NULL;
+COMMENT ON VIEW @extschema@.hidden_objects IS
+	'The objects the provider''s read API cannot see (outside a horizon of webhook_inbox.horizons) although they need not be gone: never tombstoned by a read, known only from their signed webhooks'' payloads since hidden_since, each applied through the version guard.';
 
 CREATE FUNCTION @extschema@._pace_units(OUT source_id integer, OUT unit text, OUT rate double precision,
 	OUT burst double precision, OUT ready_at timestamptz, OUT wait_s double precision)
@@ -1772,11 +2038,12 @@ CREATE FUNCTION @extschema@.worker_stats(
 	OUT tombstones bigint, OUT retries bigint, OUT quarantined bigint, OUT unorderable bigint,
 	OUT fenced bigint, OUT deferred bigint, OUT rate_limited bigint, OUT auth_refused bigint,
 	OUT sweeps bigint, OUT sweeps_failed bigint, OUT repairs bigint, OUT errors bigint,
-	OUT refused bigint, OUT fetch_latency_avg_ms double precision, OUT fetch_latency_max_ms double precision)
+	OUT refused bigint, OUT revived bigint, OUT hidden bigint,
+	OUT fetch_latency_avg_ms double precision, OUT fetch_latency_max_ms double precision)
 AS 'MODULE_PATHNAME', 'wi_worker_stats'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.worker_stats() IS
-	'The background worker''s counters since the server started (zeros without shared_preload_libraries).';
+	'The background worker''s counters since the server started (zeros without shared_preload_libraries). revived: tombstones a read had inferred that a newer signed version overrode; hidden: reads that found nothing of an object outside a horizon (marked hidden, not deleted).';
 
 CREATE VIEW @extschema@.worker_counters AS SELECT * FROM @extschema@.worker_stats();
 COMMENT ON VIEW @extschema@.worker_counters IS
@@ -1784,6 +2051,7 @@ COMMENT ON VIEW @extschema@.worker_counters IS
 
 REVOKE ALL ON @extschema@.sweep_checkpoints, @extschema@.sweep_runs, @extschema@.repairs,
 	@extschema@.sweep_seen, @extschema@.sweep_health, @extschema@.worker_counters FROM PUBLIC;
+REVOKE ALL ON @extschema@.source_scopes, @extschema@.horizons, @extschema@.hidden_objects FROM PUBLIC;
 GRANT USAGE ON SCHEMA @extschema@ TO pg_monitor;
 GRANT SELECT ON @extschema@.worker_counters, @extschema@.sweep_health TO pg_monitor;
 GRANT EXECUTE ON FUNCTION @extschema@.worker_stats() TO pg_monitor;

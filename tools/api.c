@@ -249,7 +249,8 @@ handle_counters(sim_api *api, struct evhttp_request *req)
 	render_counts(&b, &api->effects);
 	sb_puts(&b, ",\"scopes\":");
 	render_counts(&b, &api->scopes);
-	sb_printf(&b, ",\"account_lists\":%ld,\"rate_limited\":%ld", api->account_lists, api->rate_limited);
+	sb_printf(&b, ",\"account_lists\":%ld,\"rate_limited\":%ld,\"access_scope_queries\":%ld", api->account_lists,
+			  api->rate_limited, api->scope_queries);
 	sb_putc(&b, '}');
 	api_reply(req, 200, b.data);
 	sb_free(&b);
@@ -398,6 +399,7 @@ handle_sim(sim_api *api, struct evhttp_request *req, const char *path)
 		api->faulted = 0;
 		api->gql_throttled = 0;
 		api->rate_limited = 0;
+		api->scope_queries = 0;
 		api_reply(req, 200, "{\"ok\":true}");
 	}
 	else if (strcmp(path, "/_sim/faults") == 0 && method == EVHTTP_REQ_POST)
@@ -568,6 +570,13 @@ api_start(struct event_base *base, sim_model *model, const char *host, int port,
 	api->idem_ttl = opt->idempotency_ttl > 0 ? opt->idempotency_ttl : 86400;
 	api->gql_max = opt->shopify_bucket_max > 0 ? opt->shopify_bucket_max : 2000;
 	api->gql_rate = opt->shopify_bucket_rate > 0 ? opt->shopify_bucket_rate : 100;
+	api->shopify_scopes = xstrdup(opt->shopify_scopes ? opt->shopify_scopes : "read_orders");
+	{
+		char	   *all = strstr(api->shopify_scopes, "read_all_orders");
+
+		api->shopify_all_orders = all != NULL && (all == api->shopify_scopes || all[-1] == ',') &&
+			(all[15] == '\0' || all[15] == ',');
+	}
 	shopify_shops_init(api, opt);
 	api->gql = xcalloc((size_t) api->nshops + 1, sizeof(*api->gql));
 	for (int i = 0; i <= api->nshops; i++)
@@ -663,6 +672,7 @@ api_stop(sim_api *api)
 	free(api->gql);
 	idmap_free(&api->fetches);
 	idmap_free(&api->scopes);
+	free(api->shopify_scopes);
 	idmap_free(&api->effects);
 	idmap_free(&api->idem_index);
 	shopify_shops_free(api);

@@ -49,6 +49,11 @@ typedef struct api_options
 	const char *shopify_client_id;	/* the app's client id (NULL: none) */
 	const char *shopify_client_secret;	/* its client secret (the webhook secret) */
 	int			shopify_token_ttl;	/* seconds an access token lasts (0: 3600) */
+	/*
+	 * The app's access scopes, comma-separated (NULL: "read_orders", what a
+	 * public app holds unless Shopify granted it read_all_orders)
+	 */
+	const char *shopify_scopes;
 } api_options;
 
 /* Renders the JSON of GET /_sim/status into out. */

@@ -78,6 +78,11 @@ struct sim_api
 	}		   *gql;
 	long		gql_throttled;	/* THROTTLED answers */
 
+	/* Shopify: the app's access scopes (currentAppInstallation.accessScopes) */
+	char	   *shopify_scopes;
+	int			shopify_all_orders; /* read_all_orders is among them */
+	long		scope_queries;	/* currentAppInstallation answered */
+
 	/* a Shopify app's shops: their tokens (shopify_api.c) */
 	struct shop_auth *shops;
 	int			nshops;
@@ -181,6 +186,13 @@ extern void shopify_shop_handle(sim_api *api, struct evhttp_request *req, const 
 extern void shopify_shops_sim(sim_api *api, struct evhttp_request *req);
 /* The shop (account field) a Shopify request is for; 0: no shops (the source's own). */
 extern int	shopify_request_shop;
+
+/*
+ * Whether an order is outside what the app may see: created more than 60
+ * days before the model's clock, and the app lacks read_all_orders (Shopify
+ * then answers order(id:) null and never lists it; its webhooks still come).
+ */
+extern int	shopify_order_hidden(const sim_api *api, const sim_object *o);
 
 /* Shopify's GraphQL Admin API (shopify_graphql.c): one POST of graphql.json */
 extern void shopify_graphql_handle(sim_api *api, struct evhttp_request *req, const char *version);

@@ -160,6 +160,8 @@ typedef struct sim_model
 	/* a Shopify app: the shops that own the Shopify objects (their account field) */
 	int			nshops;
 	char		(*shops)[64];
+	/* the first old_orders orders were created 61 to 400 days before the epoch */
+	long		old_orders;
 
 	/* events of one change beyond the first, delivered next */
 	sim_event	queue[SIM_MAX_QUEUE];

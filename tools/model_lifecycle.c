@@ -20,6 +20,9 @@ make_exist(sim_model *m, long k)
 	o->exists = 1;
 	o->created = m->clock;
 	o->updated_at = m->clock;
+	/* an order placed before the stream began: older than Shopify's 60-day window */
+	if (t == OT_ORDER && m->norder[t] < m->old_orders)
+		o->created = m->clock - (int64_t) (61 + m->norder[t] * 339 / (m->old_orders > 1 ? m->old_orders - 1 : 1)) * 86400;
 	if (m->norder[t] == m->order_cap[t])
 	{
 		m->order_cap[t] = m->order_cap[t] ? m->order_cap[t] * 2 : 64;

@@ -44,6 +44,7 @@ typedef struct serve_opts
 	double		thin_share;
 	int			connect_accounts;	/* Stripe Connect: accounts owning the objects */
 	int			shopify_shops;	/* a Shopify app: shops owning the orders */
+	long		shopify_old_orders; /* orders created 61-400 days before the epoch */
 	unsigned	types;
 	const char *repo;			/* GitHub owner/name */
 	int64_t		epoch;			/* INT64_MIN: now */
@@ -116,6 +117,9 @@ serve_help(void)
 		 "                           /shops/{shop}/admin/ with its own expiring token (GET /_sim/shopify/shops)\n"
 		 "  --shopify-token-ttl S    seconds a shop's access token lasts (default 3600)\n"
 		 "  --shopify-client-id ID   the app's client id its token refreshes send (client_secret: its secret)\n"
+		 "  --shopify-old-orders N   the first N orders were created 61 to 400 days before the epoch\n"
+		 "  --shopify-scopes LIST    the app's access scopes (default read_orders: orders older than\n"
+		 "                           60 days are hidden, null by id and never listed; add read_all_orders)\n"
 		 "  --record FILE            write the event stream as JSONL (same seed => same bytes)\n"
 		 "\n"
 		 "Delivery (only with --deliver-to):\n"
@@ -373,6 +377,8 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 		{"shopify-shops", required_argument, NULL, 44},
 		{"shopify-token-ttl", required_argument, NULL, 45},
 		{"shopify-client-id", required_argument, NULL, 46},
+		{"shopify-old-orders", required_argument, NULL, 50},
+		{"shopify-scopes", required_argument, NULL, 51},
 		{"retry-base-ms", required_argument, NULL, 12},
 		{"retry-max-ms", required_argument, NULL, 13},
 		{"max-attempts", required_argument, NULL, 14},
@@ -503,6 +509,14 @@ parse_args(int argc, char **argv, serve_opts *o, serve_ctx *c)
 			case 46:
 				bad = optarg[0] == '\0' || strlen(optarg) > 100;
 				o->api.shopify_client_id = optarg;
+				break;
+			case 50:
+				bad = parse_int64(optarg, 0, 1000000, &v) != 0;
+				o->shopify_old_orders = (long) v;
+				break;
+			case 51:
+				bad = strlen(optarg) > 1000 || strspn(optarg, "abcdefghijklmnopqrstuvwxyz_,") != strlen(optarg);
+				o->api.shopify_scopes = optarg;
 				break;
 			case 12:
 				bad = parse_int64(optarg, 1, 86400000, &v) != 0;
@@ -742,6 +756,7 @@ cmd_serve(int argc, char **argv)
 			   c.sources, c.nsources);
 	model_set_connect(&c.model, opt.connect_accounts);
 	model_set_shops(&c.model, opt.shopify_shops);
+	c.model.old_orders = opt.shopify_old_orders;
 	for (int s = 0; s < c.nsources; s++)
 		if (c.sources[s].kind == WI_KIND_shopify && opt.api.shopify_client_secret == NULL)
 			opt.api.shopify_client_secret = c.sources[s].secret;

@@ -64,13 +64,32 @@ typedef struct order_filter
 	char		since_id[SIM_ID_LEN];	/* id > since_id, or "" */
 } order_filter;
 
-static int
-order_visible(const sim_model *m, long k, const order_filter *f)
+/*
+ * Shopify's 60-day window: "Only the last 60 days' worth of orders from a
+ * store will be accessible by default.  To access older orders, request
+ * the read_all_orders scope" (Admin API, Order).  Measured on the model's
+ * clock, the simulator's now.
+ */
+#define SHOPIFY_ORDERS_WINDOW (60 * 86400)
+
+int
+shopify_order_hidden(const sim_api *api, const sim_object *o)
 {
+	return o->type == OT_ORDER && !api->shopify_all_orders &&
+		o->created < api->model->clock - SHOPIFY_ORDERS_WINDOW;
+}
+
+static int
+order_visible(const sim_api *api, long k, const order_filter *f)
+{
+	const sim_model *m = api->model;
 	const sim_object *o = &m->objs[k];
 	int			cancelled = strcmp(obj_status_name(o), "voided") == 0;
 
 	if (!o->exists || o->deleted || o->updated_at < f->min || o->updated_at > f->max)
+		return 0;
+	/* older than the app may see: never listed */
+	if (shopify_order_hidden(api, o))
 		return 0;
 	/* another shop's order is not listed at all */
 	if (shopify_request_shop > 0 && o->account != shopify_request_shop)
@@ -230,10 +249,10 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 		if (cursor[0] && start < m->nby_id && strcmp(m->objs[m->by_id[start]].id, cursor) == 0)
 			start++;
 		for (i = 0; i < start && !more_before; i++)
-			more_before = order_visible(m, m->by_id[i], &f);
+			more_before = order_visible(api, m->by_id[i], &f);
 		for (i = start; i < m->nby_id; i++)
 		{
-			if (!order_visible(m, m->by_id[i], &f))
+			if (!order_visible(api, m->by_id[i], &f))
 				continue;
 			if (got == lim)
 			{
@@ -247,7 +266,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 	{
 		for (i = start - 1; i >= 0; i--)
 		{
-			if (!order_visible(m, m->by_id[i], &f))
+			if (!order_visible(api, m->by_id[i], &f))
 				continue;
 			if (got == lim)
 			{
@@ -264,7 +283,7 @@ handle_list(sim_api *api, struct evhttp_request *req, const char *path, sim_para
 			page[got - 1 - i] = x;
 		}
 		for (i = start; i < m->nby_id && !more_after; i++)
-			more_after = order_visible(m, m->by_id[i], &f);
+			more_after = order_visible(api, m->by_id[i], &f);
 	}
 	sb_init(&b);
 	sb_init(&link);
@@ -338,7 +357,7 @@ shopify_handle(sim_api *api, struct evhttp_request *req, const char *path, const
 				break;
 		if (i < ps.n)
 			shop_error(req, 400, ps.p[i].name, "unknown parameter (Shopify ignores it; webhook-sim refuses it)");
-		else if (k < 0 || api->model->objs[k].deleted ||
+		else if (k < 0 || api->model->objs[k].deleted || shopify_order_hidden(api, &api->model->objs[k]) ||
 				 (shopify_request_shop > 0 && api->model->objs[k].account != shopify_request_shop))
 			shop_error(req, 404, NULL, "Not Found");
 		else
@@ -518,7 +537,9 @@ handle_token(sim_api *api, struct evhttp_request *req, shop_auth *a)
 	sb_init(&b);
 	sb_puts(&b, "{\"access_token\":");
 	sb_json_str(&b, a->access[0]);
-	sb_printf(&b, ",\"scope\":\"read_orders\",\"expires_in\":%d,\"refresh_token\":", api->shop_token_ttl);
+	sb_puts(&b, ",\"scope\":");
+	sb_json_str(&b, api->shopify_scopes);
+	sb_printf(&b, ",\"expires_in\":%d,\"refresh_token\":", api->shop_token_ttl);
 	sb_json_str(&b, a->refresh);
 	sb_printf(&b, ",\"refresh_token_expires_in\":%d}", SHOP_REFRESH_TTL);
 	api_reply(req, 200, b.data);

@@ -233,7 +233,7 @@ list_orders(rctx *r, gql_field *f, order_page *pg, long *first_out)
 	{
 		const sim_object *o = &m->objs[k];
 
-		if (o->type != OT_ORDER || !o->exists || o->deleted)
+		if (o->type != OT_ORDER || !o->exists || o->deleted || shopify_order_hidden(r->api, o))
 			continue;
 		/* a shop's token lists that shop's orders only */
 		if (shopify_request_shop > 0 && o->account != shopify_request_shop)
@@ -383,6 +383,60 @@ render_page(rctx *r, sbuf *out, const char *type, const order_page *pg, gql_fiel
 	}
 }
 
+/*
+ * AppInstallation (the app's installation in the shop asked: its id and
+ * accessScopes) and AccessScope (handle, description); obj is NULL for the
+ * installation, the scope's handle for an AccessScope.
+ */
+static void
+render_installation(rctx *r, sbuf *out, const char *type, const char *handle, gql_field *f)
+{
+	if (strcmp(type, "AccessScope") == 0)
+	{
+		if (strcmp(f->name, "handle") == 0)
+			sb_json_str(out, handle);
+		else
+		{
+			char		d[160];
+
+			snprintf(d, sizeof(d), "%s the shop's %s", strncmp(handle, "write_", 6) == 0 ? "Modify" : "Read",
+					 strchr(handle, '_') ? strchr(handle, '_') + 1 : handle);
+			sb_json_str(out, d);
+		}
+	}
+	else if (strcmp(f->name, "id") == 0)
+		sb_printf(out, "\"gid://shopify/AppInstallation/%d\"", 1000 + shopify_request_shop);
+	else
+	{
+		/* accessScopes: one AccessScope per granted handle */
+		const char *p = r->api->shopify_scopes;
+		int			first = 1;
+
+		sb_putc(out, '[');
+		while (*p)
+		{
+			const char *e = strchr(p, ',');
+			size_t		n = e ? (size_t) (e - p) : strlen(p);
+			char		h[80];
+
+			if (n > 0 && n < sizeof(h))
+			{
+				memcpy(h, p, n);
+				h[n] = '\0';
+				if (!first)
+					sb_putc(out, ',');
+				first = 0;
+				r->cost += 1;
+				render_sel(r, out, "AccessScope", h, f);
+			}
+			p += n;
+			if (*p == ',')
+				p++;
+		}
+		sb_putc(out, ']');
+	}
+}
+
 static void
 render_root_field(rctx *r, sbuf *out, gql_field *f)
 {
@@ -410,11 +464,18 @@ render_root_field(rctx *r, sbuf *out, gql_field *f)
 					  idmap_get(&r->api->fetches, gid + strlen(pre)) < 0 ? 1
 					  : idmap_get(&r->api->fetches, gid + strlen(pre)) + 1);
 		}
-		if (k < 0 || m->objs[k].deleted || !m->objs[k].exists ||
+		/* an order older than the app may see is null, as a deleted one is */
+		if (k < 0 || m->objs[k].deleted || !m->objs[k].exists || shopify_order_hidden(r->api, &m->objs[k]) ||
 			(shopify_request_shop > 0 && m->objs[k].account != shopify_request_shop))
 			sb_puts(out, "null");
 		else
 			render_sel(r, out, "Order", &m->objs[k], f);
+	}
+	else if (strcmp(f->name, "currentAppInstallation") == 0)
+	{
+		r->cost += 1;
+		r->api->scope_queries++;
+		render_sel(r, out, "AppInstallation", NULL, f);
 	}
 	else if (strcmp(f->name, "orders") == 0)
 	{
@@ -456,6 +517,8 @@ render_sel(rctx *r, sbuf *out, const char *type, const void *obj, gql_field *par
 			sb_printf(out, "\"%s\"", type);
 		else if (strcmp(type, "QueryRoot") == 0)
 			render_root_field(r, out, f);
+		else if (strcmp(type, "AppInstallation") == 0 || strcmp(type, "AccessScope") == 0)
+			render_installation(r, out, type, (const char *) obj, f);
 		else if (strcmp(type, "OrderConnection") == 0 || strcmp(type, "PageInfo") == 0)
 			render_page(r, out, type, (const order_page *) obj, f);
 		else if (strcmp(type, "OrderEdge") == 0)

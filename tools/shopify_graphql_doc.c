@@ -23,6 +23,11 @@ static const gql_fdef schema[] = {
 	{"QueryRoot", "orders", "OrderConnection", 0,
 	"first:Int,after:String,last:Int,before:String,reverse:Boolean,sortKey:OrderSortKeys,query:String,savedSearchId:ID",
 	NULL},
+	{"QueryRoot", "currentAppInstallation", "AppInstallation", 0, "", NULL},
+	{"AppInstallation", "id", "ID", 0, "", NULL},
+	{"AppInstallation", "accessScopes", "AccessScope", 1, "", NULL},
+	{"AccessScope", "handle", "String", 0, "", NULL},
+	{"AccessScope", "description", "String", 0, "", NULL},
 	{"Order", "id", "ID", 0, "", NULL},
 	{"Order", "legacyResourceId", "UnsignedInt64", 0, "", NULL},
 	{"Order", "name", "String", 0, "", NULL},
@@ -48,7 +53,7 @@ static const gql_fdef schema[] = {
 };
 
 static const char *const object_types[] = {
-	"QueryRoot", "Order", "MoneyBag", "MoneyV2", "OrderConnection", "OrderEdge", "PageInfo", NULL
+	"QueryRoot", "AppInstallation", "AccessScope", "Order", "MoneyBag", "MoneyV2", "OrderConnection", "OrderEdge", "PageInfo", NULL
 };
 
 int

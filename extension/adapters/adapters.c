@@ -10,6 +10,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 
 #include "provider.h"
@@ -60,4 +61,48 @@ wi_answer_shape(const WiAdapter *a, const WiSource *src, const char *object_type
 	v[1] = CStringGetTextDatum(body);
 	wi_spi_exec(psprintf("SELECT %s($1, $2)", fn), 2, t, v, NULL, SPI_OK_SELECT);
 	return wi_spi_first_text();
+}
+
+static const char *const horizon_kinds[] = {
+	[WI_HORIZON_AGE] = "age",
+	[WI_HORIZON_EVENTS] = "events",
+	[WI_HORIZON_TENANT] = "tenant",
+};
+
+PG_FUNCTION_INFO_V1(wi_horizons);
+
+/*
+ * _horizons(): every adapter's horizons, one row each (kind, object_type,
+ * horizon, days, created_path, lifted_by, description), in the adapters'
+ * order: the webhook_inbox.horizons view, which _hidden_why() reads.
+ */
+Datum
+wi_horizons(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < lengthof(adapters); i++)
+	{
+		const WiHorizon *h = adapters[i]->horizons;
+
+		for (; h != NULL && h->object_type != NULL; h++)
+		{
+			Datum		v[7];
+			bool		n[7] = {false};
+
+			v[0] = CStringGetTextDatum(adapters[i]->kind);
+			v[1] = CStringGetTextDatum(h->object_type);
+			v[2] = CStringGetTextDatum(horizon_kinds[h->kind]);
+			v[3] = Int32GetDatum(h->days);
+			n[3] = h->kind == WI_HORIZON_TENANT;
+			v[4] = h->created_path ? CStringGetTextDatum(h->created_path) : (Datum) 0;
+			n[4] = h->created_path == NULL;
+			v[5] = h->lifted_by ? CStringGetTextDatum(h->lifted_by) : (Datum) 0;
+			n[5] = h->lifted_by == NULL;
+			v[6] = CStringGetTextDatum(h->why);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, v, n);
+		}
+	}
+	return (Datum) 0;
 }

@@ -347,6 +347,17 @@ github_pace(const WiSource *src, const char *path, WiPace *out, bool *tenant_uni
 	*tenant_unit = true;
 }
 
+/*
+ * What a GitHub source cannot see: the repositories of an App installation
+ * that was deleted or suspended, or that lost a repository (its reads then
+ * answer 404 for objects that still exist).
+ */
+static const WiHorizon github_horizons[] = {
+	{"*", WI_HORIZON_TENANT, 0, NULL, NULL,
+	"A GitHub App installation that was deleted, suspended or lost the repository: its reads answer 404 for issues that still exist."},
+	{NULL}
+};
+
 const WiAdapter wi_adapter_github = {
 	.kind = "github",
 	.type_map = github_type_map,
@@ -354,4 +365,5 @@ const WiAdapter wi_adapter_github = {
 	.list_url = github_list_url,
 	.auth_header = github_auth_header,
 	.pace = github_pace,
+	.horizons = github_horizons,
 };

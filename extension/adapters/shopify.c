@@ -55,6 +55,22 @@
 /* orders older than this are listed only with the read_all_orders scope */
 #define SHOPIFY_ORDERS_WINDOW_DAYS 60
 
+/*
+ * What a Shopify source cannot see.  "Only the last 60 days' worth of
+ * orders from a store will be accessible by default.  To access older
+ * orders, request the read_all_orders scope" (Admin API, Order): order(id:)
+ * answers null and orders() never lists an older one, while its signed
+ * orders webhooks still come.  And a shop that uninstalled the app
+ * (app/uninstalled) answers nothing at all.
+ */
+static const WiHorizon shopify_horizons[] = {
+	{"order", WI_HORIZON_AGE, SHOPIFY_ORDERS_WINDOW_DAYS, "$.created_at", "read_all_orders",
+	"Without the read_all_orders scope an app sees only the orders created in the last 60 days: an older order is null by id and never listed."},
+	{"*", WI_HORIZON_TENANT, 0, NULL, NULL,
+	"A shop that uninstalled the app: its token is revoked and nothing of it can be read."},
+	{NULL}
+};
+
 typedef struct ShopifyType
 {
 	WiTypeMap	map;
@@ -204,7 +220,7 @@ shopify_list_body(const WiSource *src, const WiTypeMap *t, int64 since_epoch, co
 				(errmsg("webhook_inbox: a full sweep of source \"%s\" lists only the orders Shopify lets the app see",
 						src->name),
 				 errdetail("Orders older than %d days are listed only to an app with the read_all_orders scope; "
-						   "without it they are neither compared nor repaired.",
+						   "without it such an order is hidden, never deleted, and follows its signed webhooks.",
 						   SHOPIFY_ORDERS_WINDOW_DAYS)));
 	initStringInfo(&b);
 	appendStringInfoString(&b, "{\"query\":");
@@ -352,6 +368,31 @@ shopify_answer_shape(const WiSource *src)
 	return use_graphql(src, &known) ? "webhook_inbox.shopify_rest_answer" : NULL;
 }
 
+/*
+ * The scopes the token holds: QueryRoot.currentAppInstallation, through
+ * GraphQL whatever settings.api says (the REST Admin API's
+ * /admin/oauth/access_scopes.json answers the same, but GraphQL is what
+ * every app may call).
+ */
+static char *
+shopify_scopes_url(const WiSource *src)
+{
+	return graphql_url(src);
+}
+
+static char *
+shopify_scopes_body(const WiSource *src)
+{
+	StringInfoData b;
+
+	(void) src;
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"query\":");
+	escape_json(&b, SHOPIFY_GQL_SCOPES_QUERY);
+	appendStringInfoString(&b, "}");
+	return b.data;
+}
+
 /* ---------- a Shopify app's shops ---------- */
 
 /*
@@ -453,4 +494,7 @@ const WiAdapter wi_adapter_shopify = {
 	.answer_shape = shopify_answer_shape,
 	.tenant_base = wi_shopify_shop_base,
 	.pace = shopify_pace,
+	.horizons = shopify_horizons,
+	.scopes_url = shopify_scopes_url,
+	.scopes_body = shopify_scopes_body,
 };

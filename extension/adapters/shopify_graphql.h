@@ -57,6 +57,14 @@
 	"customers(first: $first, after: $after, sortKey: UPDATED_AT, query: $query) { " \
 	"nodes { " SHOPIFY_GQL_CUSTOMER_FIELDS " } pageInfo { hasNextPage endCursor } } }"
 
+/*
+ * The access scopes the token holds: without read_all_orders, orders older
+ * than 60 days are hidden from the app (asked once per token and after
+ * app/scopes_update; sql/worker.sql _scopes_answered() reads the answer)
+ */
+#define SHOPIFY_GQL_SCOPES_QUERY \
+	"query WebhookInboxAccessScopes { currentAppInstallation { accessScopes { handle } } }"
+
 /* the page size of a listing: Shopify's largest */
 #define SHOPIFY_GQL_PAGE_SIZE 250
 

@@ -208,6 +208,20 @@ stripe_pace(const WiSource *src, const char *path, WiPace *out, bool *tenant_uni
 	*tenant_unit = false;
 }
 
+/*
+ * What a Stripe source cannot see: events older than the events list keeps
+ * (the incremental layer then needs a full pass), and a connected account
+ * that deauthorized the platform (account.application.deauthorized): its
+ * objects answer "No such ..." to the platform's key without being gone.
+ */
+static const WiHorizon stripe_horizons[] = {
+	{"*", WI_HORIZON_EVENTS, STRIPE_EVENTS_WINDOW_S / 86400, NULL, NULL,
+	"GET /v1/events lists the last 30 days of events only; older changes are compared by a full pass."},
+	{"*", WI_HORIZON_TENANT, 0, NULL, NULL,
+	"A connected account that deauthorized the platform: its objects are no longer readable with the platform's key."},
+	{NULL}
+};
+
 const WiAdapter wi_adapter_stripe = {
 	.kind = "stripe",
 	.type_map = stripe_type_map,
@@ -219,4 +233,5 @@ const WiAdapter wi_adapter_stripe = {
 	.scope_headers = stripe_scope_headers,
 	.tenants_url = stripe_tenants_url,
 	.pace = stripe_pace,
+	.horizons = stripe_horizons,
 };

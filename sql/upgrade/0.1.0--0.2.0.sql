@@ -837,3 +837,31 @@ UPDATE @extschema@.queue_owners
    SET note = 'the provider refused a tenant''s credentials: check them (webhook_inbox.tenant_status), then enable_tenant()'
  WHERE preset AND queue = 'flagged_tenant' AND reason = '*';
 ALTER TABLE @extschema@.queue_owners ENABLE TRIGGER queue_owners_keep;
+
+-- Hidden is not deleted: objects a read API cannot see (outside a horizon
+-- of an adapter: a Shopify order older than 60 days without
+-- read_all_orders, a tenant whose access ended) are marked hidden instead
+-- of tombstoned; a tombstone records its evidence (a read's inference
+-- yields to a newer signed version); a source's access scopes are kept;
+-- a revival is a repair outside any sweep.
+ALTER TABLE @extschema@.objects
+	ADD COLUMN hidden_since timestamptz,
+	ADD COLUMN hidden_reason text,
+	ADD COLUMN tombstone_evidence text
+		CONSTRAINT objects_tombstone_evidence_check CHECK (tombstone_evidence IN ('read', 'provider')),
+	ADD CONSTRAINT objects_hidden_check CHECK ((hidden_since IS NULL) = (hidden_reason IS NULL));
+-- 0.1.0 kept no evidence: its tombstones stay final, as it treated them
+UPDATE @extschema@.objects o SET tombstone_evidence = 'provider' WHERE o.deleted;
+ALTER TABLE @extschema@.repairs ALTER COLUMN run_id DROP NOT NULL;
+CREATE TABLE @extschema@.source_scopes (
+	source_id		integer NOT NULL REFERENCES @extschema@.sources (id) ON DELETE CASCADE,
+	tenant			text NOT NULL DEFAULT '',
+	scopes			text[] NOT NULL,
+	asked_at		timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (source_id, tenant)
+);
+CREATE FUNCTION @extschema@._source_scopes_stale() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER source_scopes_stale AFTER UPDATE OF api_token ON @extschema@.sources
+	FOR EACH ROW WHEN (OLD.api_token IS DISTINCT FROM NEW.api_token)
+	EXECUTE FUNCTION @extschema@._source_scopes_stale();
