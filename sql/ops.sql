@@ -463,9 +463,9 @@ COMMENT ON VIEW @extschema@.inbox_events IS
 
 CREATE VIEW @extschema@.mirror AS
 SELECT s.name AS source, o.object_type, o.object_id, o.status, o.version, o.provider_time, o.deleted,
-	   o.last_event_id, o.updated_at, o.tenant, o.hidden_since IS NOT NULL AS hidden,
+	   o.last_event_id, o.updated_at, o.hidden_since IS NOT NULL AS hidden,
 	   CASE WHEN o.hidden_since IS NOT NULL THEN 'payloads' ELSE 'read_api' END AS known_from,
-	   o.tombstone_evidence
+	   o.tombstone_evidence, o.tenant
   FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id;
 COMMENT ON VIEW @extschema@.mirror IS 'The mirror''s metadata without the objects'' state: hidden objects (the read API cannot see them) are known from their signed payloads only (known_from payloads); a tombstone''s evidence says whether a read inferred it (read: a newer signed version revives it) or the provider stated it.';
 

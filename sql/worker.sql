@@ -153,6 +153,17 @@ SELECT h.kind, h.object_type, h.horizon, h.days, h.created_path, h.lifted_by, h.
 COMMENT ON VIEW @extschema@.horizons IS
 	'What each provider kind''s read API cannot see, as its adapter declares it (extension/adapters/): age, objects created more than days ago (created_path), unless the source holds the scope lifted_by; events, how long the events list keeps events; tenant, a tenant whose access ended. A null or 404 for an object outside a horizon makes it hidden, never deleted.';
 
+CREATE FUNCTION @extschema@._time_or_null(v jsonb) RETURNS timestamptz
+LANGUAGE plpgsql STABLE AS $$
+BEGIN
+	RETURN webhook_inbox._time_of(v);
+EXCEPTION WHEN invalid_datetime_format OR datetime_field_overflow OR invalid_text_representation THEN
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._time_or_null(jsonb) IS
+	'_time_of(), or NULL for a value that is no time: what a payload says of an object must never fail the save that reads it.';
+
 CREATE FUNCTION @extschema@._hidden_why(p_source_id integer, p_tenant text, p_object_type text, p_state jsonb)
 RETURNS text
 LANGUAGE sql STABLE AS $$
@@ -173,13 +184,13 @@ LANGUAGE sql STABLE AS $$
 		  WHERE s.id = p_source_id
 		  LIMIT 1),
 		(SELECT pg_catalog.format('age: created %s, more than %s days ago, and the source %s %s',
-								  c.created, h.days,
+								  pg_catalog.to_char(c.created AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), h.days,
 								  CASE WHEN sc.scopes IS NULL THEN 'has not been told it holds' ELSE 'does not hold' END,
 								  h.lifted_by)
 		   FROM webhook_inbox.sources s
 		   JOIN webhook_inbox.horizons h ON h.kind = s.kind AND h.horizon = 'age'
 				AND h.object_type IN ('*', p_object_type)
-		  CROSS JOIN LATERAL (SELECT webhook_inbox._time_of(jsonb_path_query_first(p_state, h.created_path::jsonpath))
+		  CROSS JOIN LATERAL (SELECT webhook_inbox._time_or_null(jsonb_path_query_first(p_state, h.created_path::jsonpath))
 									 AS created) c
 		   LEFT JOIN webhook_inbox.source_scopes sc ON sc.source_id = s.id AND sc.tenant = p_tenant
 		  WHERE s.id = p_source_id AND c.created < now() - make_interval(days => h.days)
@@ -1962,11 +1973,11 @@ SELECT s.name AS source, t.object_type, c.checkpoint, r.id AS last_run_id, r.sta
 	   r.layer AS last_layer, r.incomplete_reason AS last_incomplete_reason,
 	   (SELECT f.checkpoint FROM webhook_inbox.sweep_checkpoints f
 		 WHERE f.source_id = t.source_id AND f.tenant = t.tenant AND f.object_type = t.object_type AND f.layer = 'full') AS last_full_pass,
-	   t.tenant,
 	   h.hidden, CASE WHEN h.live > 0 THEN round(h.hidden::numeric / h.live, 4) END AS hidden_share,
 	   (SELECT count(*) FROM webhook_inbox.repairs x
 		 WHERE x.source_id = t.source_id AND x.tenant = t.tenant AND x.object_type = t.object_type
-		   AND x.outcome = 'revived' AND x.at > now() - interval '1 day') AS revived_last_day
+		   AND x.outcome = 'revived' AND x.at > now() - interval '1 day') AS revived_last_day,
+	   t.tenant
   FROM (SELECT DISTINCT x.source_id, x.tenant, x.object_type FROM webhook_inbox.sweep_runs x
 		UNION SELECT x.source_id, x.tenant, x.object_type FROM webhook_inbox.sweep_checkpoints x) t
   JOIN webhook_inbox.sources s ON s.id = t.source_id

@@ -23,8 +23,6 @@ SELECT webhook_inbox._hidden_why(s.id, '', 'order',
 	   webhook_inbox._hidden_why(s.id, '', 'order', NULL) AS nothing_known,
 	   webhook_inbox._hidden_why(s.id, '', 'order', '{"created_at": "not a time"}') AS unreadable_time
   FROM webhook_inbox.sources s WHERE s.name = 'hz_shop';
-SELECT webhook_inbox._hidden_why(s.id, '', 'order', '{"created_at": "not a time"}')
-  FROM webhook_inbox.sources s WHERE s.name = 'hz_shop';
 
 -- its scopes, as the provider answers them; read_all_orders lifts the horizon
 SELECT webhook_inbox._scopes_answered(s.id, '', '{"data": {"currentAppInstallation": {"accessScopes": [{"handle": "read_orders"}, {"handle": "write_orders"}]}}}')
@@ -64,10 +62,12 @@ SELECT e.evidence, v.ver, webhook_inbox._tombstone_holds(true, e.evidence, v.ver
 SELECT webhook_inbox._tombstone_holds(false, 'read', 6, 5) AS live_holds_nothing,
 	   webhook_inbox._tombstone_holds(true, 'read', 6, NULL) AS read_without_version;
 SELECT count(*) AS bad_evidence FROM webhook_inbox.objects WHERE tombstone_evidence NOT IN ('read', 'provider');
+\set VERBOSITY terse
 INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, deleted, tombstone_evidence)
 SELECT id, 'order', 'x', true, 'guessed' FROM webhook_inbox.sources WHERE name = 'hz_shop';
 INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, hidden_since)
 SELECT id, 'order', 'y', now() FROM webhook_inbox.sources WHERE name = 'hz_shop';
+\set VERBOSITY default
 
 -- the views: hidden objects, and what sweep_health counts of them
 INSERT INTO webhook_inbox.objects (source_id, object_type, object_id, status, version, hidden_since, hidden_reason)

@@ -125,8 +125,14 @@ is((split /\|/, run_pass('old', 'subscription', 'incremental'))[0], 'complete',
 qs("SELECT webhook_inbox.upsert_object('old', 'subscription', 'sub_nolongerthere', NULL, 'active', '{\"id\": \"sub_nolongerthere\"}')");
 my ($status, $listed, $rep, $missing) = split /\|/, run_pass('old', 'subscription', 'full');
 is("$status $missing", 'complete 1', 'old: the full pass found the one object the provider no longer lists');
-is(qs("SELECT deleted FROM webhook_inbox.objects WHERE object_id = 'sub_nolongerthere'"), 't',
-	'old: it is a tombstone');
+is(qs("SELECT deleted || ' ' || (tombstone_pending_since IS NOT NULL) FROM webhook_inbox.objects "
+	  . "WHERE object_id = 'sub_nolongerthere'"), 'false true', 'old: one 404 is not yet believed');
+is(qs("SELECT retry_ids FROM webhook_inbox.sweep_runs ORDER BY id DESC LIMIT 1"), '{sub_nolongerthere}',
+	'old: the next pass reads it by id first');
+my ($settled) = settle_tombstones($node, 'old', 'subscription');
+like($settled, qr/^complete/, "old: a second read tombstone_confirm_delay later ($settled)");
+is(qs("SELECT deleted || ' ' || tombstone_evidence FROM webhook_inbox.objects WHERE object_id = 'sub_nolongerthere'"),
+	'true read', 'old: it is a tombstone a read inferred');
 is(qs("SELECT outcome FROM webhook_inbox.repairs WHERE object_id = 'sub_nolongerthere'"), 'tombstone',
 	'old: recorded as a repair');
 

@@ -156,6 +156,8 @@ for my $seed (41, 42)
 				my $run = $node->safe_psql('postgres',
 					"SELECT status || ' ' || listed || ' ' || repaired FROM webhook_inbox.sweep_now('$name', 'order', 'full', '$shop')");
 				like($run, qr/^complete \d+ \d+$/, "seed $seed holed: the GraphQL sweep of $shop completed ($run)");
+				# an order the shop deleted is read by id twice before it is a tombstone
+				settle_tombstones($node, $name, 'order', 'full', $shop);
 			}
 		}
 		verify_source($node, $name, $sim{$m}, "seed $seed $mode{$m}");

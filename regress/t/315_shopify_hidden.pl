@@ -38,26 +38,12 @@ sub counters
 	return $doc;
 }
 
-# A full sweep's 404 is believed only when a second read, at least
-# tombstone_confirm_delay (1 s) later, answers the same: sweep, and while
-# an unconfirmed tombstone is left, wait for its delay and sweep again.
+# a full sweep's 404 is a tombstone only once a second read confirms it
 sub sweep_settled
 {
 	my ($name, $what) = @_;
-	my $pending = "SELECT count(*) FROM webhook_inbox.objects o JOIN webhook_inbox.sources s ON s.id = o.source_id "
-	  . "WHERE s.name = '$name' AND o.tombstone_pending_since IS NOT NULL";
-	my ($status, $left);
-	for my $try (1 .. 8)
-	{
-		$status = q1("SELECT status || ' ' || coalesce(error, '') FROM webhook_inbox.sweep_now('$name', 'order')");
-		$left = q1($pending);
-		last if $status =~ /^complete/ && $left eq '0';
-		# the confirmation delay
-		$node->poll_query_until('postgres', "SELECT coalesce(max(o.tombstone_pending_since), now() - interval '1 hour') "
-			  . "< now() - interval '1.2 s' FROM webhook_inbox.objects o "
-			  . "JOIN webhook_inbox.sources s ON s.id = o.source_id WHERE s.name = '$name'");
-	}
-	ok($status =~ /^complete/ && $left eq '0', "$what: a full sweep settled ($status, $left unconfirmed)");
+	my ($run, $left) = settle_tombstones($node, $name, 'order');
+	ok($run =~ /^complete/ && $left eq '0', "$what: a full sweep settled ($run, $left unconfirmed)");
 }
 
 sub deleted_old
