@@ -4,7 +4,8 @@
 #	webhook_inbox.tombstone_confirm_delay later, confirms it: a single 404
 #	(a proxy's, a wrong api_base's) deletes nothing, the claim waits without
 #	spending an attempt, and a newer version arriving meanwhile is applied;
-#	two 404s save the tombstone, which then wins over newer versions.
+#	two 404s save the tombstone, a read's inference that a strictly newer version
+#	the read API shows again revives (a repair of its own, revived).
 
 use strict;
 use warnings;
@@ -95,7 +96,7 @@ is(fetches($c), 2, 'asked again after the delay');
 like(event_row('c2'), qr/^done\|0\|fetched: applied$/, 'the second fetch saved the order');
 like(object_row($c), qr/^false\|/, 'not deleted');
 
-# --- two 404s: the tombstone is confirmed, and wins over a newer version
+# --- two 404s: the tombstone is confirmed; a newer version the read API shows revives it
 my $b = $orders[1]{id};
 fault_404($b, 2);
 order_event("b1", $b, '2026-01-01T00:00:05+00:00', 'one');
@@ -111,7 +112,12 @@ cmp_ok($node->safe_psql('postgres', "SELECT extract(epoch FROM max(t.at) - '$t0'
 	'not before the confirmation delay');
 order_event("b3", $b, '2026-01-01T00:00:25+00:00', 'three');
 wait_drained($node, 'newer version after a confirmed tombstone');
-like(object_row($b), qr/^true\|/, 'a confirmed tombstone wins over a newer version');
+is($node->safe_psql('postgres', "SELECT tombstone_evidence FROM webhook_inbox.mirror WHERE object_id = '$b'"), '',
+	'a newer version is no longer under a tombstone');
+# the tombstone was a read's inference: the order the read API shows again, newer, brings it back
+like(object_row($b), qr/^false\|/, 'a confirmed tombstone a read inferred yields to a newer version (revived)');
+is($node->safe_psql('postgres', "SELECT outcome || ' ' || (run_id IS NULL) FROM webhook_inbox.repairs WHERE object_id = '$b'"),
+	'revived true', 'recorded as a revival');
 
 $node->stop;
 stop_proc($sim);
