@@ -6,9 +6,9 @@
  *		form of each API (or a name of ours where the forms cannot meet), and
  *		the blocks map it onto the older majors.
  *
- * Supported: 15 to 18, tested; 19, built from the guards below and not yet
- * tested (its guards are written only where its release notes and headers
- * name a change to an API this code uses).  A major beyond 19 still builds
+ * Supported: 15 to 18, tested on 15, 17 and 18; 19, guards written only
+ * where its release notes and headers name a change to an API this code
+ * uses, neither built nor tested yet (its source was not reachable).  A major beyond 19 still builds
  * where its APIs did not move, but the direct writer (bulk.c) is not
  * trusted there: WI_BULK_EXECUTOR_KNOWN is false, and every write runs its
  * statement, which is correct everywhere, only slower.
@@ -42,8 +42,7 @@
  * commands that need its database to themselves (DROP DATABASE, ALTER
  * DATABASE ... RENAME, CREATE DATABASE ... TEMPLATE), instead of making
  * them fail.  Earlier majors have no such flag: those commands refuse
- * while the worker is connected, and the worker must be stopped first
- * (docs/operations.md).
+ * while the worker is connected to the database.
  */
 #if PG19_GE
 #define WI_BGWORKER_INTERRUPTIBLE BGWORKER_INTERRUPTIBLE
