@@ -110,6 +110,9 @@ VALUES
 	 '$.id', NULL, NULL, '$.created_at', NULL, NULL, NULL, false, NULL, 110),
 	('shopify', 'app/uninstalled', 'ignore', 'ignore', NULL, NULL,
 	 NULL, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 100),
+	/* the app's scopes changed: recorded once per change, the source_scopes_updated trigger forgets the old ones */
+	('shopify', 'app/scopes_update', 'occurrence', 'occurrence', 'app/scopes_update', NULL,
+	 '$.updated_at', NULL, NULL, '$.updated_at', NULL, NULL, NULL, false, NULL, 100),
 	/* the mandatory compliance webhooks: recorded once, and carried out by the shopify_compliance trigger */
 	('shopify', 'customers/redact', 'occurrence', 'occurrence', 'customers/redact', NULL,
 	 '$.customer.id', NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, 120),

@@ -94,7 +94,7 @@ CREATE TABLE @extschema@.source_scopes (
 	PRIMARY KEY (source_id, tenant)
 );
 COMMENT ON TABLE @extschema@.source_scopes IS
-	'The access scopes a source''s token holds for a tenant (empty: its own account), as the provider answered (Shopify: currentAppInstallation.accessScopes): a horizon such a scope lifts (read_all_orders) is lifted only when listed here. Asked by the worker once per token: a change of the source''s api_token and a Shopify app/scopes_update webhook clear the row, and the next sweep asks again.';
+	'The access scopes a source''s token holds for a tenant (empty: its own account), as the provider answered (Shopify: currentAppInstallation.accessScopes): a horizon such a scope lifts (read_all_orders) is lifted only when listed here. Asked by the worker once per token: a change of the source''s api_token and a Shopify app/scopes_update webhook (the source_scopes_updated trigger) clear the row, and the next sweep asks again.';
 
 CREATE FUNCTION @extschema@._source_scopes_stale() RETURNS trigger
 LANGUAGE plpgsql AS $$
@@ -108,6 +108,19 @@ COMMENT ON FUNCTION @extschema@._source_scopes_stale() IS
 CREATE TRIGGER source_scopes_stale AFTER UPDATE OF api_token ON @extschema@.sources
 	FOR EACH ROW WHEN (OLD.api_token IS DISTINCT FROM NEW.api_token)
 	EXECUTE FUNCTION @extschema@._source_scopes_stale();
+
+CREATE FUNCTION @extschema@._source_scopes_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+	DELETE FROM webhook_inbox.source_scopes c WHERE c.source_id = NEW.source_id AND c.tenant = NEW.tenant;
+	RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._source_scopes_updated() IS
+	'Forgets the scopes of a source''s tenant when a Shopify app/scopes_update webhook is recorded (once, as an occurrence): the next sweep asks the provider again.';
+CREATE TRIGGER source_scopes_updated AFTER INSERT ON @extschema@.occurrences
+	FOR EACH ROW WHEN (NEW.kind = 'app/scopes_update')
+	EXECUTE FUNCTION @extschema@._source_scopes_updated();
 
 CREATE FUNCTION @extschema@._scopes_answered(p_source_id integer, p_tenant text, p_body text)
 RETURNS text[]

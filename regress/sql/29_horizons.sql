@@ -44,6 +44,15 @@ UPDATE webhook_inbox.sources SET api_token = 'shpat_new' WHERE name = 'hz_shop';
 SELECT count(*) AS scopes_after_new_token FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s ON s.id = c.source_id
  WHERE s.name = 'hz_shop';
 
+-- so does a Shopify app/scopes_update webhook, recorded once as an occurrence
+SELECT webhook_inbox._scopes_answered(s.id, '', '{"data": {"currentAppInstallation": {"accessScopes": [{"handle": "read_orders"}]}}}')
+  FROM webhook_inbox.sources s WHERE s.name = 'hz_shop';
+SELECT class, strategy, object_type FROM webhook_inbox.routes WHERE preset AND source_kind = 'shopify' AND event_type = 'app/scopes_update';
+SELECT webhook_inbox.record_occurrence('hz_shop', 'app/scopes_update', '2026-12-01T00:00:00Z',
+		'{"id": 1, "previous": ["read_orders"], "current": ["read_orders", "read_all_orders"], "updated_at": "2026-12-01T00:00:00Z"}') AS recorded;
+SELECT count(*) AS scopes_after_scopes_update FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s ON s.id = c.source_id
+ WHERE s.name = 'hz_shop';
+
 -- a tenant whose access ended hides everything of it
 INSERT INTO webhook_inbox.tenants (source_id, tenant, status, reason, discovered_by)
 SELECT id, 'gone-shop.myshopify.com', 'disabled', 'app/uninstalled', 'delivery' FROM webhook_inbox.sources WHERE name = 'hz_shop';

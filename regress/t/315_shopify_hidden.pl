@@ -162,6 +162,16 @@ is(q1("SELECT count(*) FROM webhook_inbox.hidden_objects WHERE source = 'h_all'"
 like(q1("SELECT array_to_string(c.scopes, ',') FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s "
 	  . "ON s.id = c.source_id WHERE s.name = 'h_all'"), qr/read_all_orders/, 'read_all_orders: the scope is known');
 
+# --- app/scopes_update: the scopes are forgotten and asked again by the next sweep
+is(counters($sim{all})->{access_scope_queries}, 1, 'read_all_orders: the scopes were asked once');
+q1(q{SELECT webhook_inbox.intake('h_all', ARRAY['X-Shopify-Topic', 'app/scopes_update', 'X-Shopify-Webhook-Id', 'su-1'],
+	convert_to('{"id":1,"previous":["read_orders"],"current":["read_orders","read_all_orders"],"updated_at":"2026-12-01T00:00:00Z"}', 'UTF8'))});
+wait_drained($node, 'app/scopes_update');
+is(q1("SELECT count(*) FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s ON s.id = c.source_id "
+	  . "WHERE s.name = 'h_all'"), '0', 'app/scopes_update forgets the scopes');
+sweep_settled('h_all', 'after app/scopes_update');
+is(counters($sim{all})->{access_scope_queries}, 2, 'the next sweep asked them again');
+
 # --- a new token: its scopes are asked again
 q1("UPDATE webhook_inbox.sources SET api_token = 'another' WHERE name = 'h_shuf'");
 is(q1("SELECT count(*) FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s ON s.id = c.source_id "

@@ -865,3 +865,13 @@ LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE TRIGGER source_scopes_stale AFTER UPDATE OF api_token ON @extschema@.sources
 	FOR EACH ROW WHEN (OLD.api_token IS DISTINCT FROM NEW.api_token)
 	EXECUTE FUNCTION @extschema@._source_scopes_stale();
+CREATE FUNCTION @extschema@._source_scopes_updated() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER source_scopes_updated AFTER INSERT ON @extschema@.occurrences
+	FOR EACH ROW WHEN (NEW.kind = 'app/scopes_update')
+	EXECUTE FUNCTION @extschema@._source_scopes_updated();
+INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
+	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
+	occurrence_kind, priority, preset)
+VALUES ('shopify', 'app/scopes_update', 'occurrence', 'occurrence', 'app/scopes_update', NULL,
+	'$.updated_at', NULL, NULL, '$.updated_at', NULL, NULL, NULL, false, NULL, 100, true);
