@@ -53,11 +53,12 @@ sub status_of
 sub connect_from
 {
 	my ($r, $local) = @_;
-	return IO::Socket::INET->new(
+	my $s = IO::Socket::INET->new(
 		PeerAddr => '127.0.0.1',
 		PeerPort => $r->{port},
 		LocalAddr => $local,
-		Proto => 'tcp') or die "connect: $!";
+		Proto => "tcp") or die "connect: $!";
+	return $s;
 }
 
 # Has the receiver closed $s (EOF or reset) within $limit seconds?
