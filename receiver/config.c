@@ -71,7 +71,7 @@ static const setting settings[] = {
 	{"batch-size", SET_LONG, OFF(batch_size), 1, 10000, 0,
 	"deliveries per group-commit transaction at most (default 64)"},
 	{"batch-delay", SET_MS, OFF(batch_delay_ms), 0, 10000, 1,
-	"milliseconds a batch waits to fill up (default 2)"},
+	"milliseconds a batch waits to fill up (default 0: at once)"},
 	{"db-connections", SET_LONG, OFF(db_connections), 1, 64, 0,
 	"database connections sharing the batches (default 1)"},
 	{"db-pipeline", SET_LONG, OFF(db_pipeline), 1, RCV_PIPELINE_MAX, 0,
@@ -103,7 +103,7 @@ set_defaults(rcv_config *cfg)
 	cfg->max_per_address = 256;
 	cfg->max_buffered = 64L << 20;
 	cfg->batch_size = 64;
-	cfg->batch_delay_ms = 2;
+	cfg->batch_delay_ms = 0;
 	cfg->commit_timeout_ms = 10000;
 	cfg->db_connections = 1;
 	cfg->db_pipeline = 2;
