@@ -22,7 +22,7 @@ echo "bench: $CORES cores, work directory $BENCH_WORK" >&2
 # the worker's history (5,000,000 events, the WAL up to max_wal_size): a
 # disk that fills up part-way stalls every write and the figures with it,
 # so a run starts only with that much room (BENCH_MIN_FREE_MB=0: no check).
-# The tenants part alone (1,000 accounts' sweeps) writes under 1 GB.
+# The tenants part alone (10,000 accounts' sweeps) writes under 1 GB.
 need_mb=1000
 for p in "${parts[@]}"; do [ "$p" = receiver ] && need_mb=5000; done
 for p in "${parts[@]}"; do [ "$p" = worker ] && need_mb=12000; done
