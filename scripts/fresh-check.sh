@@ -124,13 +124,19 @@ say "clone of $(git -C "$SRC" rev-parse --short HEAD) in /root/webhook_inbox"
 if ! in_root timeout 20 bash -c 'exec 3<>/dev/tcp/registry.npmjs.org/443' 2>/dev/null; then
 	# no way to reach the npm registry from here: this machine's Node.js and npm cache, offline
 	. "$SRC/scripts/common.sh"
-	if [ -x "$WI_NODE_DIR/bin/node" ] && [ -d "${HOME:-/root}/.npm" ]; then
+	cache=""
+	for c in "${HOME:-/root}/.npm" "$(getent passwd postgres | cut -d: -f6)/.npm"; do
+		[ -d "$c/_cacache" ] && { cache="$c"; break; }
+	done
+	if [ -x "$WI_NODE_DIR/bin/node" ] && [ -n "$cache" ]; then
 		mkdir -p "$R$(dirname "$WI_NODE_DIR")" "$R/var/cache/webhook_inbox-npm"
 		cp -a "$WI_NODE_DIR" "$R$WI_NODE_DIR"
-		cp -a "${HOME:-/root}/.npm/." "$R/var/cache/webhook_inbox-npm/"
+		cp -a "$cache/." "$R/var/cache/webhook_inbox-npm/"
 		chmod -R a+rwX "$R/var/cache/webhook_inbox-npm"
 		CHROOT_ENV="${CHROOT_ENV:-} npm_config_cache=/var/cache/webhook_inbox-npm npm_config_offline=true"
-		say "the npm registry is out of reach: this machine's Node.js $WI_NODE_VERSION and npm cache are used, offline"
+		say "the npm registry is out of reach: this machine's Node.js $WI_NODE_VERSION and npm cache ($cache) are used, offline"
+	else
+		say "the npm registry is out of reach, and this machine has no pinned Node.js or npm cache to lend: the contract tests will fail"
 	fi
 fi
 
