@@ -19,6 +19,7 @@
 #                     the root is made afresh each time
 #   WI_FRESH_MIRROR   the Debian mirror (the system's, from its apt sources)
 #   WI_FRESH_STEPS    the steps to run ("deps run test")
+#   WI_FRESH_SUITES   the suites of make test (WI_SUITES; all of them by default)
 #   WI_FRESH_SHARED   the project's shared docs, copied beside the clone as
 #                     ../shared, as CI has them (../shared of this checkout)
 #   WI_FRESH_PORT_DIR a directory of port locks shared with other test runs
@@ -191,7 +192,7 @@ for step in $STEPS; do
 		;;
 	test)
 		start=$SECONDS
-		in_root bash -c "cd $W && make test" > "$DIR/test.log" 2>&1
+		in_root ${WI_FRESH_SUITES:+WI_SUITES="$WI_FRESH_SUITES"} bash -c "cd $W && make test" > "$DIR/test.log" 2>&1
 		rc=$?
 		mins=$(( (SECONDS - start) / 60 ))
 		last="$(grep . "$DIR/test.log" | tail -n 1)"
