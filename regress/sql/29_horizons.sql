@@ -53,6 +53,14 @@ SELECT webhook_inbox.record_occurrence('hz_shop', 'app/scopes_update', '2026-12-
 SELECT count(*) AS scopes_after_scopes_update FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s ON s.id = c.source_id
  WHERE s.name = 'hz_shop';
 
+-- and a shop's new token forgets the scopes its old one held
+SELECT webhook_inbox._scopes_answered(s.id, 'a-shop.myshopify.com', '{"data": {"currentAppInstallation": {"accessScopes": [{"handle": "read_orders"}]}}}')
+  FROM webhook_inbox.sources s WHERE s.name = 'hz_shop';
+INSERT INTO webhook_inbox.tenant_credentials (source_id, tenant, kind, secret, secret_at)
+SELECT id, 'a-shop.myshopify.com', 'shopify_shop', '\x01', now() FROM webhook_inbox.sources WHERE name = 'hz_shop';
+SELECT count(*) AS shop_scopes_after_new_token FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s ON s.id = c.source_id
+ WHERE s.name = 'hz_shop' AND c.tenant = 'a-shop.myshopify.com';
+
 -- a tenant whose access ended hides everything of it
 INSERT INTO webhook_inbox.tenants (source_id, tenant, status, reason, discovered_by)
 SELECT id, 'gone-shop.myshopify.com', 'disabled', 'app/uninstalled', 'delivery' FROM webhook_inbox.sources WHERE name = 'hz_shop';

@@ -870,6 +870,11 @@ LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE TRIGGER source_scopes_updated AFTER INSERT ON @extschema@.occurrences
 	FOR EACH ROW WHEN (NEW.kind = 'app/scopes_update')
 	EXECUTE FUNCTION @extschema@._source_scopes_updated();
+CREATE FUNCTION @extschema@._tenant_scopes_stale() RETURNS trigger
+LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+CREATE TRIGGER tenant_scopes_stale AFTER INSERT OR UPDATE OF secret ON @extschema@.tenant_credentials
+	FOR EACH ROW WHEN (NEW.kind = 'shopify_shop')
+	EXECUTE FUNCTION @extschema@._tenant_scopes_stale();
 INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object_type, object_type_path,
 	object_id_path, version_path, status_path, time_path, amount_path, currency_path, machine, tombstone,
 	occurrence_kind, priority, preset)
