@@ -80,7 +80,7 @@ fi
 
 # Last: the suites that failed, then the TAP runner's summary (its report of
 # failed files and its Result line) again, so that it is what a reader sees.
-echo "=== summary ==="
+{ [ -n "$failed" ] || [ -f "$TAP_OUT" ] || [ -f "$WORK/majors.out" ]; } && echo "=== summary ==="
 [ -f "$WORK/majors.out" ] && cat "$WORK/majors.out"
 [ -n "$failed" ] && echo "failed suites:$failed (work tree kept in $WORK)"
 if [ -f "$TAP_OUT" ]; then
