@@ -308,8 +308,16 @@ wi_sweep_scopes_step(void *arg)
 	Oid			t[3] = {INT4OID, TEXTOID, TEXTOID};
 	Datum		v[3] = {Int32GetDatum(s->source_id), CStringGetTextDatum(s->tenant),
 		CStringGetTextDatum(s->body)};
+	bool		isnull;
+	Datum		why;
 
-	wi_spi_exec("SELECT webhook_inbox._scopes_answered($1, $2, $3)", 3, t, v, NULL, SPI_OK_SELECT);
+	wi_spi_exec("SELECT webhook_inbox._scopes_try($1, $2, $3)", 3, t, v, NULL, SPI_OK_SELECT);
+	why = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		ereport(LOG,
+				(errmsg("webhook_inbox: source \"%s\" could not read its access scopes: %s",
+						s->src->name, TextDatumGetCString(why)),
+				 errdetail("Until it does, what a scope would let it see is treated as hidden, never as deleted.")));
 	s->scopes_known = true;
 }
 

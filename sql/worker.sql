@@ -152,6 +152,19 @@ $$;
 COMMENT ON FUNCTION @extschema@._scopes_answered(integer, text, text) IS
 	'Keeps the access scopes of a provider''s answer (Shopify: data.currentAppInstallation.accessScopes[].handle) for the source''s tenant; raises on an answer without them.';
 
+CREATE FUNCTION @extschema@._scopes_try(p_source_id integer, p_tenant text, p_body text)
+RETURNS text
+LANGUAGE plpgsql AS $$
+BEGIN
+	PERFORM webhook_inbox._scopes_answered(p_source_id, p_tenant, p_body);
+	RETURN NULL;
+EXCEPTION WHEN invalid_text_representation THEN
+	RETURN SQLERRM;
+END
+$$;
+COMMENT ON FUNCTION @extschema@._scopes_try(integer, text, text) IS
+	'_scopes_answered() for a sweep: an answer without the scopes is returned as its message (the sweep logs it and goes on with the scopes unknown, which hides what a scope would show) rather than raised, so that sweep_now() in a backend does not fail on it.';
+
 CREATE FUNCTION @extschema@._horizons(OUT kind text, OUT object_type text, OUT horizon text, OUT days integer,
 	OUT created_path text, OUT lifted_by text, OUT description text)
 RETURNS SETOF record

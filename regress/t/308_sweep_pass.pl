@@ -28,6 +28,15 @@ my $api = start_sink(reply => $reply);
 $node->safe_psql('postgres', qq{
 	SELECT webhook_inbox.create_source('shop', 'shopify', 'shpss_p', api_base => '$api->{url}', api_token => 'shpat_p',
 		settings => '{"api": "rest"}')});
+# the tokens' scopes already known (the stub answers every request with a
+# list page): each pass sends list requests only
+sub scopes_known
+{
+	my ($name) = @_;
+	$node->safe_psql('postgres', "INSERT INTO webhook_inbox.source_scopes (source_id, scopes) "
+		  . "SELECT id, '{read_orders}' FROM webhook_inbox.sources WHERE name = '$name'");
+}
+scopes_known('shop');
 
 sub run_row
 {
@@ -50,6 +59,7 @@ my $days = $node->safe_psql('postgres', "SELECT round(extract(epoch FROM now() -
 is($days, 30, "the first pass listed from 30 days back ($since), not from 1970");
 $node->safe_psql('postgres', "SELECT webhook_inbox.create_source('shop2', 'shopify', 'shpss_p', api_base => '$api->{url}', "
 	  . "settings => '{\"api\": \"rest\"}')");
+scopes_known('shop2');
 my $n = scalar sink_requests($api);
 $node->safe_psql('postgres', "SET webhook_inbox.sweep_lookback = '2d'; SELECT 1 FROM webhook_inbox.sweep_now('shop2', 'order', 'incremental')");
 my ($second) = map { $_->{path} } (sink_requests($api))[$n];
@@ -57,6 +67,19 @@ my ($second) = map { $_->{path} } (sink_requests($api))[$n];
 $since =~ s/%3A/:/g if defined $since;
 is($node->safe_psql('postgres', "SELECT round(extract(epoch FROM now() - '$since'::timestamptz) / 86400)"), 2,
 	'webhook_inbox.sweep_lookback sets that window');
+
+# a provider whose answer to the scopes question is not one (the stub's list
+# page): sweep_now() is not failed by it, the scopes stay unknown, the pass
+# goes on and the server log says why
+my $log_at = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT webhook_inbox.create_source('shop3', 'shopify', 'shpss_p', api_base => '$api->{url}', "
+	  . "api_token => 'shpat_q', settings => '{\"api\": \"rest\"}')");
+is($node->safe_psql('postgres', "SELECT status FROM webhook_inbox.sweep_now('shop3', 'order', 'incremental')"),
+	'complete', 'an unusable answer to the scopes question fails no pass');
+is($node->safe_psql('postgres', "SELECT count(*) FROM webhook_inbox.source_scopes c JOIN webhook_inbox.sources s "
+	  . "ON s.id = c.source_id WHERE s.name = 'shop3'"), 0, 'and leaves the scopes unknown');
+like(slurp_file($node->logfile, $log_at), qr/source "shop3" could not read its access scopes: the access scopes answer has no data\.currentAppInstallation\.accessScopes array/,
+	'the log says why');
 $node->safe_psql('postgres', "DELETE FROM webhook_inbox.sweep_checkpoints; DELETE FROM webhook_inbox.objects");
 
 # --- a difference under a live claim: skipped and recorded; the checkpoint
