@@ -28,7 +28,8 @@
 # Built with ./configure --with-openssl --enable-tap-tests --without-icu
 # --without-readline (bison and flex are needed: release tarballs since 17
 # carry no generated parser), installed with pg_regress, the isolation
-# tester and the TAP modules, as PGXS's installcheck targets need them.
+# tester and the TAP modules, as PGXS's installcheck targets need them, and
+# with contrib (the suites use pg_stat_statements).
 #
 # Exits 2, saying why on stderr, when the release cannot be obtained.
 set -euo pipefail
@@ -68,7 +69,10 @@ if [ -z "$minor" ] && [ -z "$fetch_only" ] && [ -x "/usr/lib/postgresql/$major/b
 fi
 
 # 2. a complete build in the cache: the version asked for, or the newest of the major
-complete() { [ -f "$1/.webhook_inbox-build-complete" ] && [ -x "$1/bin/pg_config" ]; }
+complete() {
+	[ -f "$1/.webhook_inbox-build-complete" ] && [ -x "$1/bin/pg_config" ] &&
+		[ -f "$1/share/postgresql/extension/pg_stat_statements.control" ]
+}
 newest_cached() {
 	local d best="" bestmin=-1 m
 	for d in "$CACHE"/pg-"$major".*; do
@@ -190,6 +194,7 @@ say "building PostgreSQL $version into $PREFIX (make -j$JOBS; log in $PREFIX.log
 	./configure --prefix="$PREFIX" --with-openssl --enable-tap-tests --without-icu --without-readline
 	make -j"$JOBS"
 	make install
+	make -C contrib -j"$JOBS" install
 } >"$PREFIX.log" 2>&1 || { say "the build failed; the end of $PREFIX.log:"; tail -n 20 "$PREFIX.log" >&2; exit 1; }
 echo "$version built in $(($(date +%s) - started)) s from $(basename "$tarball")" > "$PREFIX/.webhook_inbox-build-complete"
 say "PostgreSQL $version built in $(($(date +%s) - started)) s"
