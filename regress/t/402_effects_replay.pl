@@ -5,7 +5,12 @@
 # doubled and holed (then swept) into the same database, and a late event
 # for a canceled subscription arrives.  Each applied active -> past_due
 # transition has exactly one email effect, before and after all of it.  The
-# worker fetches at once (fetch_delay 0) so that it sees intermediate states.
+# worker fetches at once (fetch_delay 0) so that it sees intermediate states,
+# and, since this simulator runs without --rate-limit, the sources say so
+# (settings.rate_limit, endpoint_rate_limit): at Stripe's sandbox pace (25/s
+# per key and per endpoint) the worker cannot read a stream of ~100 Stripe
+# events a second, each subscription living about a second, often enough
+# to see it between two of its states (docs/worker.md, Pacing).
 use strict;
 use warnings;
 
@@ -33,7 +38,8 @@ $node->poll_query_until('postgres', 'SELECT true');
 my $sim = start_sim('--seed', 77, '--objects', 120, '--events', 1500, '--stripe', 'acct:whsec_eff',
 	'--shopify', 'shop:shpss_eff', '--record', $rec, '--deliver-to', $rcv->{url}, '--rate', 300,
 	'--duplicate', '0.2', '--reorder-ms', '200', '--retry-base-ms', '100');
-$node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET api_base = '$sim->{url}'");
+$node->safe_psql('postgres', "UPDATE webhook_inbox.sources SET api_base = '$sim->{url}',
+	settings = settings || '{\"rate_limit\": 1000, \"endpoint_rate_limit\": 1000}'");
 # done, and every generated event was sent (duplicates aside) or dropped
 ok(SimTest::poll_until(sub {
 	my (undef, $st) = http_json('GET', "$sim->{url}/_sim/status");
