@@ -1027,7 +1027,8 @@ COMMENT ON FUNCTION @extschema@._outbound_paused() IS
 CREATE FUNCTION @extschema@._derived_tables(OUT table_name text, OUT why text)
 RETURNS SETOF record
 LANGUAGE sql IMMUTABLE AS $$
-	VALUES ('sweep_seen', 'the ids a full pass running now has listed, emptied when it ends: no pass of the original runs in a copy')
+	VALUES ('sweep_seen', 'the ids a full pass running now has listed, emptied when it ends: no pass of the original runs in a copy'),
+		   ('source_scopes', 'the access scopes the provider answered for a token: the next sweep asks again, and until then what a scope would let it see is hidden, never deleted')
 $$;
 COMMENT ON FUNCTION @extschema@._derived_tables() IS
 	'The extension''s tables a dump does not carry, and why none is needed (every other table is registered with pg_extension_config_dump()).';
