@@ -74,8 +74,16 @@ done
 
 # The other PostgreSQL majors (scripts/test-majors.sh): WI_PG_MAJORS, by
 # default 17 and 18 when every suite runs; WI_PG_MAJORS="" for none.
+# The extension is installed into pg_config's PostgreSQL again first: the
+# package suite (WI_PACKAGE_INSTALL=dpkg) purges its package, and with it the
+# files make install had put in the same places; 507_pg_upgrade upgrades
+# from that installation.
 if [ -z "${WI_SUITES:-}" ] || [ -n "${WI_PG_MAJORS:-}" ]; then
-	WI_PG_FIRST_INSTALLED=1 WI_MAJORS_OUT="$WORK/majors.out" scripts/test-majors.sh || failed="$failed majors"
+	if make -s install PREFIX="$WORK/prefix" >/dev/null; then
+		WI_PG_FIRST_INSTALLED=1 WI_MAJORS_OUT="$WORK/majors.out" scripts/test-majors.sh || failed="$failed majors"
+	else
+		failed="$failed majors"
+	fi
 fi
 
 # Last: the suites that failed, then the TAP runner's summary (its report of
