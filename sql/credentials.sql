@@ -1093,15 +1093,7 @@ COMMENT ON FUNCTION @extschema@._tenant_reads_due(integer, text) IS
 -- A new token of a tenant: the scopes the old one held are asked again
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._tenant_scopes_stale() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-	DELETE FROM webhook_inbox.source_scopes c WHERE c.source_id = NEW.source_id AND c.tenant = NEW.tenant;
-	RETURN NULL;
-END
-$$;
-COMMENT ON FUNCTION @extschema@._tenant_scopes_stale() IS
-	'Forgets the access scopes a Shopify shop''s previous token held (source_scopes) when the shop gets a new token, installed or refreshed: the next sweep of the shop asks again.';
+-- (_tenant_scopes_stale(), in sql/worker.sql, also serves app/scopes_update)
 CREATE TRIGGER tenant_scopes_stale AFTER INSERT OR UPDATE OF secret ON @extschema@.tenant_credentials
 	FOR EACH ROW WHEN (NEW.kind = 'shopify_shop')
 	EXECUTE FUNCTION @extschema@._tenant_scopes_stale();

@@ -109,18 +109,18 @@ CREATE TRIGGER source_scopes_stale AFTER UPDATE OF api_token ON @extschema@.sour
 	FOR EACH ROW WHEN (OLD.api_token IS DISTINCT FROM NEW.api_token)
 	EXECUTE FUNCTION @extschema@._source_scopes_stale();
 
-CREATE FUNCTION @extschema@._source_scopes_updated() RETURNS trigger
+CREATE FUNCTION @extschema@._tenant_scopes_stale() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
 	DELETE FROM webhook_inbox.source_scopes c WHERE c.source_id = NEW.source_id AND c.tenant = NEW.tenant;
 	RETURN NULL;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._source_scopes_updated() IS
-	'Forgets the scopes of a source''s tenant when a Shopify app/scopes_update webhook is recorded (once, as an occurrence): the next sweep asks the provider again.';
+COMMENT ON FUNCTION @extschema@._tenant_scopes_stale() IS
+	'Forgets the scopes of the row''s (source_id, tenant), so that the next sweep asks the provider again: for a Shopify app/scopes_update webhook recorded (once, as an occurrence; trigger source_scopes_updated) and for a shop''s new token, installed or refreshed (tenant_credentials; trigger tenant_scopes_stale).';
 CREATE TRIGGER source_scopes_updated AFTER INSERT ON @extschema@.occurrences
 	FOR EACH ROW WHEN (NEW.kind = 'app/scopes_update')
-	EXECUTE FUNCTION @extschema@._source_scopes_updated();
+	EXECUTE FUNCTION @extschema@._tenant_scopes_stale();
 
 CREATE FUNCTION @extschema@._scopes_answered(p_source_id integer, p_tenant text, p_body text)
 RETURNS text[]

@@ -865,13 +865,11 @@ LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE TRIGGER source_scopes_stale AFTER UPDATE OF api_token ON @extschema@.sources
 	FOR EACH ROW WHEN (OLD.api_token IS DISTINCT FROM NEW.api_token)
 	EXECUTE FUNCTION @extschema@._source_scopes_stale();
-CREATE FUNCTION @extschema@._source_scopes_updated() RETURNS trigger
+CREATE FUNCTION @extschema@._tenant_scopes_stale() RETURNS trigger
 LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
 CREATE TRIGGER source_scopes_updated AFTER INSERT ON @extschema@.occurrences
 	FOR EACH ROW WHEN (NEW.kind = 'app/scopes_update')
-	EXECUTE FUNCTION @extschema@._source_scopes_updated();
-CREATE FUNCTION @extschema@._tenant_scopes_stale() RETURNS trigger
-LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+	EXECUTE FUNCTION @extschema@._tenant_scopes_stale();
 CREATE TRIGGER tenant_scopes_stale AFTER INSERT OR UPDATE OF secret ON @extschema@.tenant_credentials
 	FOR EACH ROW WHEN (NEW.kind = 'shopify_shop')
 	EXECUTE FUNCTION @extschema@._tenant_scopes_stale();
