@@ -240,28 +240,6 @@ render_protection(FILE *f)
 			buffered_bytes);
 }
 
-static void
-free_protection(void)
-{
-	labelled  **lists[] = {&sheds, &early_refusals};
-
-	for (int i = 0; i < 2; i++)
-	{
-		labelled   *l = *lists[i];
-
-		while (l)
-		{
-			labelled   *next = l->next;
-
-			free(l->a);
-			free(l->b);
-			free(l);
-			l = next;
-		}
-		*lists[i] = NULL;
-	}
-}
-
 /* Label values are source names, digits and reason words; escape anyway. */
 static void
 put_label(FILE *f, const char *s)
@@ -374,9 +352,9 @@ rcv_metrics_render(size_t *len)
 void
 rcv_metrics_reset(void)
 {
-	labelled  **lists[] = {&requests, &failures, &db_errors, &refusals};
+	labelled  **lists[] = {&requests, &failures, &db_errors, &refusals, &sheds, &early_refusals};
 
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < (int) (sizeof(lists) / sizeof(lists[0])); i++)
 	{
 		labelled   *l = *lists[i];
 
@@ -391,5 +369,4 @@ rcv_metrics_reset(void)
 		}
 		*lists[i] = NULL;
 	}
-	free_protection();
 }
