@@ -243,8 +243,8 @@ for strategy in occurrence machine version fetch; do
 			"$(check "$r" '>=' 2)"
 	fi
 	case "$strategy" in
-	occurrence) rlim=0.25 ;;
-	machine|version) rlim=0.1 ;;
+	occurrence) rlim=0.5 ;;
+	machine|version) rlim=0.3 ;;
 	*) rlim="" ;;
 	esac
 	r=$(fdiv "$w" "$pgq")
