@@ -113,7 +113,7 @@ install: install-subdirs install-man
 clean: clean-subdirs
 
 .PHONY: subdirs install-subdirs install-man clean-subdirs test test-matrix run bench fuzz fuzz-intake print-sql-parts dist deb \
-	installcheck-regress installcheck-isolation installcheck-tap
+	installcheck-regress installcheck-isolation installcheck-tap extension-dir
 subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
 install-subdirs:
@@ -141,6 +141,27 @@ dist: all
 		--prefix=$(DIST)/man/ $(addprefix --add-file=,$(MAN_PAGES)) \
 		--prefix=$(DIST)/ -o $(DIST).zip HEAD
 	@echo $(DIST).zip
+
+# The extension alone under a directory of its own, laid out as
+# CloudNativePG mounts an extension image: the library in lib/, the control
+# file and every install and upgrade script in share/extension/, nothing
+# else.  PostgreSQL 18 and later load it from there with
+#   extension_control_path = '$system:DIR/share'   (the server adds /extension)
+#   dynamic_library_path = '$libdir:DIR/lib'
+# and shared_preload_libraries = 'webhook_inbox' (the bare name: a name with
+# a directory is not looked up in dynamic_library_path); docs/operations.md.
+# Our files of an earlier run are replaced, nothing else there is touched.
+EXTENSION_DIR ?= build/extension
+extension-dir: $(MODULE_big)$(DLSUFFIX) $(EXTENSION).control $(DATA) $(DATA_built)
+	@test -n '$(EXTENSION_DIR)' || { echo 'extension-dir: EXTENSION_DIR is empty' >&2; exit 1; }
+	rm -f '$(EXTENSION_DIR)/lib/$(MODULE_big)$(DLSUFFIX)' '$(EXTENSION_DIR)/share/extension/$(EXTENSION).control' \
+		'$(EXTENSION_DIR)/share/extension/$(EXTENSION)--'*.sql
+	$(MKDIR_P) '$(EXTENSION_DIR)/lib' '$(EXTENSION_DIR)/share/extension'
+	$(INSTALL_SHLIB) $(MODULE_big)$(DLSUFFIX) '$(EXTENSION_DIR)/lib/'
+	$(INSTALL_DATA) $(EXTENSION).control $(DATA) $(DATA_built) '$(EXTENSION_DIR)/share/extension/'
+	@dir="$$(cd '$(EXTENSION_DIR)' && pwd)"; \
+	echo "$$dir: $(EXTENSION) $(EXT_VERSION) for PostgreSQL $(MAJORVERSION); in postgresql.conf (PostgreSQL 18 and later):"; \
+	printf "  extension_control_path = '%s:%s/share'\n  dynamic_library_path = '%s:%s/lib'\n" '$$system' "$$dir" '$$libdir' "$$dir"
 
 # For the tests: the fragments, in order.
 print-sql-parts:

@@ -32,7 +32,9 @@ ROOT="$(pwd)"
 # fetch, coalescing and sweeps (300, 301, 308), tenants (313), effects
 # (401), the release upgrade compared by pg_dump and the pg_regress suite
 # on the upgraded database (500, 501), pg_upgrade from the majors before
-# (507), the docs' examples (540).  The rest (HA with pg_auto_failover,
+# (507), the extension loaded from a directory of its own with 18's
+# extension_control_path (508; it skips before 18), the docs' examples
+# (540).  The rest (HA with pg_auto_failover,
 # which Debian packages for 15 only; the simulator's contracts; the
 # benchmarks' plots; packaging) does not depend on the server's major and
 # runs on the first one only.
@@ -41,7 +43,7 @@ regress/t/104_receiver_batch.pl regress/t/109_receiver_sealed_secrets.pl regress
 regress/t/301_worker_fetch.pl regress/t/302_worker_crash.pl regress/t/308_sweep_pass.pl
 regress/t/313_shopify_app.pl regress/t/318_worker_sealed_token.pl regress/t/401_effects.pl
 regress/t/500_release_upgrade_script.pl regress/t/501_release_upgrade.pl regress/t/507_pg_upgrade.pl
-regress/t/540_docs.pl"
+regress/t/508_extension_control_path.pl regress/t/540_docs.pl"
 
 MAJORS="${WI_PG_MAJORS-17 18}"
 SUITES="${WI_MATRIX_SUITES:-regress isolation tap}"
