@@ -11,8 +11,9 @@
 #	and then: the library preloaded from DIR/lib (the server's own
 #	mappings name that file), CREATE EXTENSION, a delivery through intake()
 #	that the worker fetches and mirrors, CREATE EXTENSION ... VERSION
-#	'0.1.0' and ALTER EXTENSION UPDATE from the scripts in DIR, and which
-#	spellings of shared_preload_libraries start the server.
+#	'0.1.0' and ALTER EXTENSION UPDATE from the scripts in DIR, which
+#	spellings of shared_preload_libraries start the server, and that an
+#	entry naming DIR/share/extension itself finds nothing.
 #
 #	The server is a copy of the one under test (pg_config on PATH) with
 #	the extension's files removed from it: make test has installed them
@@ -167,6 +168,10 @@ my ($ret, $out, $err) = $node->psql('postgres',
 	"SET extension_control_path = '\$system'; CREATE EXTENSION webhook_inbox");
 like($err, qr/extension "webhook_inbox" is not available/,
 	'without the directory in extension_control_path CREATE EXTENSION finds nothing');
+($ret, $out, $err) = $node->psql('postgres',
+	"SET extension_control_path = '\$system:$dir/share/extension'; CREATE EXTENSION webhook_inbox");
+like($err, qr/extension "webhook_inbox" is not available/,
+	'nor when it names share/extension itself: the server appends /extension to each entry');
 ($ret, $out, $err) = $node->psql('postgres', "SET dynamic_library_path = '\$libdir'; LOAD 'webhook_inbox'");
 like($err, qr/could not access file "webhook_inbox"/,
 	'without it in dynamic_library_path the library is not found');
