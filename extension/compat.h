@@ -101,6 +101,8 @@ typedef struct WiVersionFacts
 	Datum		old_version;	/* numeric; valid when old_has_version */
 	bool		deleted;		/* the save is a tombstone */
 	bool		old_deleted;
+	const char *old_evidence;	/* what the stored tombstone rests on (read,
+								 * provider), or NULL */
 	bool		same_content;	/* status, state and deleted as stored */
 } WiVersionFacts;
 
@@ -114,16 +116,22 @@ typedef const char *(*WiVersionRule) (const WiVersionFacts *facts);
 /*
  * One release's statements for upsert_object(), prepared and kept for the
  * session, and its rule.  The key is $1 source id, $2 object type, $3
- * object id in each.
+ * object id in each.  A schema without tombstone evidence (0.1.0) reads
+ * NULL as the evidence, declares no cause parameter (SPI binds the
+ * parameters a statement declares) and records no revivals.
  */
 typedef struct WiGuardPlans
 {
 	SPIPlanPtr	lock;			/* key: status, version, state, deleted, fresh,
-								 * FOR UPDATE */
+								 * tombstone evidence, FOR UPDATE */
 	SPIPlanPtr	fence;			/* key, $4 token: whether the save is fenced */
 	SPIPlanPtr	update;			/* key, $4 status, $5 version, $6 state,
-								 * $7 deleted, $8 token, $9 event id */
+								 * $7 deleted, $8 token, $9 event id, $10
+								 * cause (the tombstone's evidence) */
 	SPIPlanPtr	remove;			/* key: deletes the row a fenced save made */
+	SPIPlanPtr	revive;			/* key, $4 the tombstone's evidence, $5 its
+								 * version, $6 event id: records the revival
+								 * of a tombstone; NULL: none recorded */
 	WiVersionRule rule;
 } WiGuardPlans;
 

@@ -6,16 +6,19 @@
  *
  * upsert_object() runs the same steps on every schema (guard.c's
  * save_object(): lock the row, ask the fence, weigh the versions, save and
- * record the transition), and those steps are 0.1.0's own, unchanged since.
- * What 0.1.0's schema needs differently is here, as data guard.c fetches
- * through wi_compat_0_1_0_guard_plans(): 0.1.0's objects have no tenant,
- * no tombstone_pending_since, and its schema has neither _fenced() (the
- * fence is asked inline, as 0.1.0 asked it) nor _version_rule() (the rule
- * is the C function below, as 0.1.0 applied it).  The statements every
- * release runs with the same SQL (the source's id, the object's empty row,
- * the transition) are guard.c's.  Do not change what is here: it serves a
- * frozen schema.  This file calls nothing of guard.c, so that guard.c's
- * call of it is the only way between them.
+ * record the transition; record a revival where the schema has them), and
+ * 0.1.0's own steps are among them unchanged.  What 0.1.0's schema needs
+ * differently is here, as data guard.c fetches through
+ * wi_compat_0_1_0_guard_plans(): 0.1.0's objects have no tenant, no
+ * tombstone_pending_since and no tombstone_evidence (a tombstone is final
+ * against any version: the lock reads NULL evidence, and no revival is
+ * recorded), and its schema has neither _fenced() (the fence is asked
+ * inline, as 0.1.0 asked it) nor _version_rule() (the rule is the C
+ * function below, as 0.1.0 applied it).  The statements every release runs
+ * with the same SQL (the source's id, the object's empty row, the
+ * transition) are guard.c's.  Do not change what 0.1.0 decides here: it
+ * serves a frozen schema.  This file calls nothing of guard.c, so that
+ * guard.c's call of it is the only way between them.
  */
 #include "postgres.h"
 
@@ -94,10 +97,12 @@ wi_compat_0_1_0_guard_plans(void)
 			"WHERE source_id = $1 AND object_type = $2 AND object_id = $3", 9, t);
 	}
 	plans_0_1_0.rule = version_rule_0_1_0;
+	/* plans_0_1_0.revive stays NULL: 0.1.0 records no revivals */
 	/* last: its being set says the others are */
 	plans_0_1_0.lock = wi_keep_plan(
 		"SELECT status, version, state, deleted, (status IS NULL AND version IS NULL "
-		"AND state IS NULL AND NOT deleted) AS fresh FROM webhook_inbox.objects "
+		"AND state IS NULL AND NOT deleted) AS fresh, NULL::text AS tombstone_evidence "
+		"FROM webhook_inbox.objects "
 		"WHERE source_id = $1 AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
 	return &plans_0_1_0;
 }

@@ -9,6 +9,12 @@
  * fetching the present from the provider (or quarantines as ambiguous_tie) —
  * this is what makes one-second timestamps usable as versions.
  *
+ * A stored tombstone stands as _tombstone_holds() says, the rule every save
+ * path asks: one the provider stated is final; one a read inferred (a save
+ * with deleted and a cause naming a read's 404 or 410, "fetch: http 404")
+ * yields to a strictly newer version, and that revival is recorded in
+ * repairs as the worker records its own.
+ *
  * A save made under a claim carries the claim's fencing token; it is refused
  * ('fenced') once another claim has taken the object over, so a slow worker
  * whose lease expired can never overwrite a newer save.
@@ -82,13 +88,18 @@ rule_outcome(const char *name)
 	return NULL;				/* keep the compiler quiet */
 }
 
-/* This release's version rule: asked where every path asks it, _version_rule(). */
+/*
+ * This release's version rule: asked where every path asks it,
+ * _version_rule() with the stored tombstone as _tombstone_holds() weighs it.
+ */
 static const char *
 version_rule_sql(const WiVersionFacts *f)
 {
-	Datum		a[6] = {BoolGetDatum(f->fresh), f->version, f->old_version, BoolGetDatum(f->deleted),
-	BoolGetDatum(f->old_deleted), BoolGetDatum(f->same_content)};
-	char		n[6] = {' ', f->has_version ? ' ' : 'n', f->old_has_version ? ' ' : 'n', ' ', ' ', ' '};
+	Datum		a[7] = {BoolGetDatum(f->fresh), f->version, f->old_version, BoolGetDatum(f->deleted),
+		BoolGetDatum(f->old_deleted), BoolGetDatum(f->same_content),
+	f->old_evidence ? CStringGetTextDatum(f->old_evidence) : (Datum) 0};
+	char		n[7] = {' ', f->has_version ? ' ' : 'n', f->old_has_version ? ' ' : 'n', ' ', ' ', ' ',
+	f->old_evidence ? ' ' : 'n'};
 	int			rc = SPI_execute_plan(rule_plan, a, n, true, 1);
 
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
@@ -126,7 +137,7 @@ prepare_shared_plans(void)
 /*
  * This release's statements (the empty tenant's row) and its rule; inside
  * SPI.  Prepared by the first save on this release's schema: 0.1.0's has
- * neither _fenced() nor _version_rule().
+ * neither _fenced() nor _version_rule() nor tombstone evidence.
  */
 static const WiGuardPlans *
 prepare_guard_plans(void)
@@ -142,30 +153,55 @@ prepare_guard_plans(void)
 		guard_plans.fence = wi_keep_plan("SELECT webhook_inbox._fenced($1, '', $2, $3, $4)", 4, t);
 	}
 	{
-		Oid			t[6] = {BOOLOID, NUMERICOID, NUMERICOID, BOOLOID, BOOLOID, BOOLOID};
+		Oid			t[7] = {BOOLOID, NUMERICOID, NUMERICOID, BOOLOID, BOOLOID, BOOLOID, TEXTOID};
 
-		/* the one version rule, in SQL: _version_rule() */
-		rule_plan = wi_keep_plan("SELECT webhook_inbox._version_rule($1, $2, $3, $4, $5, $6)", 6, t);
+		/* the one version rule, in SQL: _version_rule() and _tombstone_holds() */
+		rule_plan = wi_keep_plan(
+			"SELECT webhook_inbox._version_rule($1, $2, $3, $4, "
+			"webhook_inbox._tombstone_holds($5, $7, $2, $3), $6)", 7, t);
 	}
 	guard_plans.remove = wi_keep_plan(
 		"DELETE FROM webhook_inbox.objects WHERE source_id = $1 AND tenant = '' AND object_type = $2 "
 		"AND object_id = $3", 3, key);
 	{
-		Oid			t[9] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, JSONBOID, BOOLOID,
-		INT8OID, INT8OID};
+		Oid			t[10] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, JSONBOID, BOOLOID,
+		INT8OID, INT8OID, TEXTOID};
 
+		/*
+		 * A tombstone rests on a read when its cause names a read's 404 or
+		 * 410 as the worker's fetches do ("fetch: http 404", "fetch: http
+		 * 410, confirmed") and its state does not say "deleted": true; on
+		 * the provider's word otherwise (a deletion event, a call naming no
+		 * read).
+		 */
 		guard_plans.update = wi_keep_plan(
 			"UPDATE webhook_inbox.objects SET status = coalesce($4, status), version = coalesce($5, version), "
 			"state = coalesce($6, state), deleted = $7, tombstone_pending_since = NULL, "
 			"fence_token = greatest(fence_token, $8), last_event_id = coalesce($9, last_event_id), "
-			"updated_at = now() "
-			"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3", 9, t);
+			"updated_at = now(), "
+			"tombstone_evidence = CASE WHEN NOT $7 THEN NULL "
+			"WHEN $10 ~ '^fetch: http (404|410)([^0-9]|$)' AND coalesce($6 ->> 'deleted', 'false') <> 'true' "
+			"THEN 'read' ELSE 'provider' END "
+			"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3", 10, t);
+	}
+	{
+		Oid			t[6] = {INT4OID, TEXTOID, TEXTOID, TEXTOID, NUMERICOID, INT8OID};
+
+		/* a revival, a repair of its own kind outside any sweep, as the worker records it */
+		guard_plans.revive = wi_keep_plan(
+			"INSERT INTO webhook_inbox.repairs (run_id, source_id, tenant, object_type, object_id, "
+			"before, after, outcome) "
+			"SELECT NULL, o.source_id, o.tenant, o.object_type, o.object_id, "
+			"jsonb_build_object('deleted', true, 'evidence', $4, 'version', $5), "
+			"jsonb_build_object('status', o.status, 'version', o.version, 'deleted', o.deleted, 'event', $6), "
+			"'revived' FROM webhook_inbox.objects o "
+			"WHERE o.source_id = $1 AND o.tenant = '' AND o.object_type = $2 AND o.object_id = $3", 6, t);
 	}
 	guard_plans.rule = version_rule_sql;
 	/* last: its being set says the others are */
 	guard_plans.lock = wi_keep_plan(
 		"SELECT status, version, state, deleted, (status IS NULL AND version IS NULL "
-		"AND state IS NULL AND NOT deleted) AS fresh FROM webhook_inbox.objects "
+		"AND state IS NULL AND NOT deleted) AS fresh, tombstone_evidence FROM webhook_inbox.objects "
 		"WHERE source_id = $1 AND tenant = '' AND object_type = $2 AND object_id = $3 FOR UPDATE", 3, key);
 	return &guard_plans;
 }
@@ -235,6 +271,7 @@ save_object(const Upsert *u, const WiGuardPlans *plans)
 	bool		old_has_state;
 	Jsonb	   *old_state = NULL;
 	bool		old_deleted;
+	char	   *old_evidence;
 	bool		fresh;
 	bool		same_content;
 	const char *result;
@@ -278,6 +315,7 @@ save_object(const Upsert *u, const WiGuardPlans *plans)
 	}
 	old_deleted = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
 	fresh = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+	old_evidence = SPI_getvalue(tup, desc, 6);
 
 	if (u->has_token)
 	{
@@ -309,6 +347,7 @@ save_object(const Upsert *u, const WiGuardPlans *plans)
 			.old_version = old_version,
 			.deleted = u->deleted,
 			.old_deleted = old_deleted,
+			.old_evidence = old_evidence,
 			.same_content = same_content,
 		};
 
@@ -317,8 +356,8 @@ save_object(const Upsert *u, const WiGuardPlans *plans)
 
 	if (strcmp(result, "applied") == 0)
 	{
-		Datum		ua[9];
-		char		un[9];
+		Datum		ua[10];
+		char		un[10];
 		const char *new_status = u->deleted && u->status == NULL ? NULL : u->status;
 
 		memset(un, ' ', sizeof(un));
@@ -336,9 +375,25 @@ save_object(const Upsert *u, const WiGuardPlans *plans)
 		un[7] = u->has_token ? ' ' : 'n';
 		ua[8] = Int64GetDatum(u->event_id);
 		un[8] = u->has_event ? ' ' : 'n';
+		ua[9] = u->cause ? CStringGetTextDatum(u->cause) : (Datum) 0;
+		un[9] = u->cause ? ' ' : 'n';
 		rc = SPI_execute_plan(plans->update, ua, un, false, 0);
 		if (rc != SPI_OK_UPDATE)
 			elog(ERROR, "webhook_inbox: saving the object failed: %s", SPI_result_code_string(rc));
+
+		/* a live save over a tombstone brought the object back */
+		if (old_deleted && !u->deleted && plans->revive != NULL)
+		{
+			Datum		ra[6] = {key[0], key[1], key[2],
+				old_evidence ? CStringGetTextDatum(old_evidence) : (Datum) 0, old_version,
+			Int64GetDatum(u->event_id)};
+			char		rn[6] = {' ', ' ', ' ', old_evidence ? ' ' : 'n', old_has_version ? ' ' : 'n',
+			u->has_event ? ' ' : 'n'};
+
+			rc = SPI_execute_plan(plans->revive, ra, rn, false, 0);
+			if (rc != SPI_OK_INSERT)
+				elog(ERROR, "webhook_inbox: recording a revival failed: %s", SPI_result_code_string(rc));
+		}
 
 		/* record the status change, a deletion counting as one */
 		{
@@ -384,13 +439,17 @@ save_object(const Upsert *u, const WiGuardPlans *plans)
  * version NULL means "the provider's current state" (a fetch, or a
  * tombstone without a version): it replaces what is stored, guarded only by
  * the fencing token.  Returns applied, duplicate, stale, tie or fenced.
- * A status change is recorded in transitions in the same transaction.
+ * A status change is recorded in transitions in the same transaction, and
+ * a tombstone a newer version overrode in repairs (outcome revived); a
+ * tombstone saved with deleted rests on a read when cause names a read's
+ * 404 or 410 ("fetch: http 404"), on the provider's word otherwise.
  * It saves the empty tenant's object (a source with one account); the
  * worker saves a tenant's objects through _save_presents().
  *
  * A database still at 0.1.0 is saved to by the same steps with that
  * release's statements and rule (compat_0_1_0_guard.c): its key has no
- * tenant, and its schema neither _fenced() nor _version_rule().
+ * tenant, and its schema neither _fenced() nor _version_rule() nor
+ * tombstone evidence.
  */
 Datum
 wi_upsert_object(PG_FUNCTION_ARGS)

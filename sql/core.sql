@@ -907,7 +907,7 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 	SELECT CASE WHEN p_fresh THEN 'applied'
 				/* no version: only the content tells a duplicate */
 				WHEN p_ver IS NULL THEN CASE WHEN p_same THEN 'duplicate' ELSE 'applied' END
-				/* a tombstone is final for versioned objects */
+				/* a tombstone that holds (_tombstone_holds()) is final for versioned objects */
 				WHEN p_old_del AND NOT p_del THEN 'stale'
 				WHEN p_old_ver IS NULL OR p_ver OPERATOR(pg_catalog.>) p_old_ver THEN 'applied'
 				WHEN p_ver OPERATOR(pg_catalog.<) p_old_ver THEN 'stale'
@@ -1327,7 +1327,7 @@ RETURNS text
 AS 'MODULE_PATHNAME', 'wi_upsert_object'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION @extschema@.upsert_object(text, text, text, numeric, text, jsonb, bigint, boolean, text, bigint) IS
-	'Saves an object only if its version is strictly newer (NULL version: a fetched current state). Returns applied, duplicate, stale, tie or fenced.';
+	'Saves an object only if its version is strictly newer (NULL version: a fetched current state). A tombstone (deleted) rests on a read when cause names a read''s 404 or 410 (fetch: http 404), which a strictly newer version revives (recorded in repairs as revived), and on the provider''s word otherwise, final. Returns applied, duplicate, stale, tie or fenced.';
 
 CREATE FUNCTION @extschema@.version_guard() RETURNS trigger
 AS 'MODULE_PATHNAME', 'wi_version_guard'
@@ -1435,7 +1435,8 @@ BEGIN
 	END IF;
 	UPDATE webhook_inbox.objects x
 	   SET status = new_status, state = coalesce(apply_transition.state, x.state), last_event_id = event,
-		   fence_token = greatest(x.fence_token, claim_token), deleted = false, updated_at = now()
+		   fence_token = greatest(x.fence_token, claim_token), deleted = false, tombstone_evidence = NULL,
+		   updated_at = now()
 	 WHERE x.source_id = sid AND x.tenant = '' AND x.object_type = apply_transition.object_type
 	   AND x.object_id = apply_transition.object_id;
 	INSERT INTO webhook_inbox.transitions (source_id, tenant, object_type, object_id, machine, from_status,

@@ -464,7 +464,7 @@ BEGIN
 		UPDATE webhook_inbox.objects x
 		   SET status = f.st, state = coalesce(f.state, x.state), last_event_id = f.id,
 			   fence_token = greatest(x.fence_token, f.claim_token), deleted = false, updated_at = now(),
-			   tombstone_pending_since = NULL
+			   tombstone_pending_since = NULL, tombstone_evidence = NULL
 		  FROM last f
 		 WHERE x.source_id = f.source_id AND x.tenant = f.tenant AND x.object_type = f.object_type AND x.object_id = f.object_id),
 	tr AS (
@@ -489,10 +489,11 @@ BEGIN
 	 * strictly newer version is applied, an older one is stale, an equal one
 	 * a duplicate if its content is identical and otherwise a tie (fetched
 	 * when the source has a read API, else quarantined ambiguous_tie); a
-	 * tombstone is final; without a version, the event is the present.  The
-	 * walk starts at each object's stored state (row 0) and carries the state
-	 * each applied event leaves; then the mirror and the transitions are
-	 * written in one statement.
+	 * tombstone stands as _tombstone_holds() says (the provider's is final,
+	 * a read's yields to a strictly newer version: revived); without a
+	 * version, the event is the present.  The walk starts at each object's
+	 * stored state (row 0) and carries the state each applied event leaves;
+	 * then the mirror and the transitions are written in one statement.
 	 */
 	WITH RECURSIVE ev AS (
 		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.provider_version AS ver,
@@ -844,9 +845,9 @@ BEGIN
 	 * unless identical (duplicate); with one, strictly newer is applied,
 	 * older is stale, equal is a duplicate if identical and otherwise a
 	 * tie, which the present resolves (applied, the stored version kept);
-	 * a tombstone is final for a versioned save.  A status change, a
-	 * deletion counting as one, is one transition (effects fire from its
-	 * trigger, once).
+	 * a tombstone stands against a versioned save as _tombstone_holds()
+	 * says.  A status change, a deletion counting as one, is one transition
+	 * (effects fire from its trigger, once).
 	 */
 	RETURN QUERY
 	WITH a AS (
