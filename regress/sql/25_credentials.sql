@@ -167,7 +167,9 @@ SELECT octet_length(webhook_inbox._seal('ghs_secret', 'ctx')) AS sealed_bytes,
 	   webhook_inbox._seal('ghs_secret', 'ctx') <> webhook_inbox._seal('ghs_secret', 'ctx') AS fresh_nonce;
 SELECT webhook_inbox._unseal(webhook_inbox._seal('ghs_secret', 'ctx'), 'ctx') AS round_trip;
 SELECT wi_cred_try($$SELECT webhook_inbox._unseal(webhook_inbox._seal('ghs_secret', 'ctx'), 'other ctx')$$) AS other_context;
-SELECT wi_cred_try($$SELECT webhook_inbox._unseal(set_byte(webhook_inbox._seal('ghs_secret', 'ctx'), 25, 1), 'ctx')$$) AS altered;
+-- one bit of the tag flipped (setting the byte to a value could leave it as it was, once in 256)
+SELECT wi_cred_try($$SELECT webhook_inbox._unseal(set_byte(v, 25, get_byte(v, 25) # 1), 'ctx')
+	FROM (SELECT webhook_inbox._seal('ghs_secret', 'ctx') AS v) x$$) AS altered;
 SELECT wi_cred_try($$SELECT webhook_inbox._unseal('\x0102'::bytea, 'ctx')$$) AS not_sealed;
 CREATE TEMP TABLE sealed AS SELECT webhook_inbox._seal('ghs_secret', 'ctx') AS v;
 SET webhook_inbox.key_file = 'wi_regress_b.key';
