@@ -62,7 +62,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
 # install them first (scripts/deps.sh) and build afterwards; anything else
 # needs them now.
 ifeq ($(PGXS),)
-ifneq ($(filter-out test run bench,$(or $(MAKECMDGOALS),all)),)
+ifneq ($(filter-out test run bench bench-majors,$(or $(MAKECMDGOALS),all)),)
 $(error $(PG_CONFIG) not found: scripts/deps.sh installs PostgreSQL 15 and its development files, or set PG_CONFIG=.../pg_config)
 endif
 else
@@ -112,7 +112,7 @@ all: $(EXTENSION).control META.json $(DATA_built) $(MAN_PAGES) subdirs
 install: install-subdirs install-man
 clean: clean-subdirs
 
-.PHONY: subdirs install-subdirs install-man clean-subdirs test test-matrix run bench fuzz fuzz-intake print-sql-parts dist deb \
+.PHONY: subdirs install-subdirs install-man clean-subdirs test test-matrix run bench bench-majors fuzz fuzz-intake print-sql-parts dist deb \
 	installcheck-regress installcheck-isolation installcheck-tap extension-dir
 subdirs:
 	@for d in $(SUBDIRS); do $(MAKE) -C $$d all VERSION=$(EXT_VERSION) || exit 1; done
@@ -181,6 +181,9 @@ run:
 	@scripts/run.sh
 bench:
 	@scripts/bench.sh
+# The receiver and worker parts on each PostgreSQL major, one table (BENCH_MAJORS)
+bench-majors:
+	@scripts/bench.sh --majors
 fuzz: fuzz-intake
 	@if [ -d receiver/fuzz ]; then $(MAKE) -C receiver fuzz-run; fi
 

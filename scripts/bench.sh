@@ -3,6 +3,8 @@
 # builds, installs, and runs bench/run.sh, which prints the figures next to
 # their references measured in the same run and writes them as CSV under
 # bench/results/.  As root, the cluster runs as the postgres user.
+# PG_CONFIG=... runs on that server (bench/majors.sh with one server);
+# --majors runs bench/majors.sh (make bench-majors).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,17 @@ for tool in pgbench perl python3 curl; do
 	command -v "$tool" >/dev/null || { echo "error: $tool is missing" >&2; exit 1; }
 done
 
+# make bench-majors: the receiver and worker parts on each major, one table
+if [ "${1:-}" = --majors ]; then
+	shift
+	exec bench/majors.sh "$@"
+fi
+# make bench PG_CONFIG=...: every part on that server, through a private copy
+# of it (a cached build is never installed into) and a copy of the tree
+if [ -n "${PG_CONFIG:-}" ]; then
+	HISTORY_EVENTS="${HISTORY_EVENTS:-5000000}" BENCH_MAJORS_PARTS="${*:-receiver worker tenants}" \
+		exec bench/majors.sh "$PG_CONFIG"
+fi
 make -s all
 make -s install >/dev/null
 exec bench/run.sh "$@"

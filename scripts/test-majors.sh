@@ -22,7 +22,7 @@
 # line per major to $WI_MAJORS_OUT when set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-ROOT="$(pwd)"
+. scripts/private-pg.sh
 
 # Why these TAP files on the other majors: each exercises code whose
 # backend APIs differ between majors, or the harness itself. The preload
@@ -57,21 +57,9 @@ WORK="$(mktemp -d "${TMPDIR:-/tmp}/webhook_inbox-majors.XXXXXX")"
 chmod 755 "$WORK"				# the suites run as another user
 failed=""
 
-# copy_tree DIR: the tree without its build products, for another build
-copy_tree() {
-	mkdir -p "$1"
-	tar -C "$ROOT" --exclude=.git --exclude=.run --exclude=regress/out --exclude=regress/out_isolation \
-		--exclude=tmp_check --exclude=./debian/tmp --exclude=node_modules --exclude=./build \
-		--exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$1" -xf -
-}
-# build_install DIR PG_CONFIG: the extension of the copy in DIR, into that PostgreSQL
-build_install() {
-	(cd "$1" && make -s all PG_CONFIG="$2" && make -s install PG_CONFIG="$2" PREFIX="$1/prefix" >/dev/null)
-}
-
 if [ "${WI_PG_FIRST_INSTALLED:-}" != 1 ] && [ -n "$MAJORS" ]; then
-	copy_tree "$WORK/tree-$first_major"
-	build_install "$WORK/tree-$first_major" "$(command -v "$first_config")" ||
+	wi_copy_tree "$WORK/tree-$first_major"
+	wi_build_install "$WORK/tree-$first_major" "$(command -v "$first_config")" ||
 		{ echo "PostgreSQL $first_major: the extension did not build or install"; exit 1; }
 fi
 
@@ -89,17 +77,12 @@ for major in $MAJORS; do
 		continue
 	fi
 	# a PostgreSQL in one prefix (relocatable): this run's own copy
-	prefix="$(dirname "$("$config" --bindir)")"
-	case "$("$config" --sharedir)/$("$config" --pkglibdir)" in
-		"$prefix"/*/"$prefix"/*)
-			cp -a "$prefix" "$WORK/pg-$major"
-			config="$WORK/pg-$major/bin/pg_config" ;;
-	esac
+	config="$(wi_private_pg "$config" "$WORK/pg-$major")"
 	obtained=$(($(date +%s) - started))
 	# a copy of the tree without this tree's objects, built for this major
 	tree="$WORK/tree-$major"
-	copy_tree "$tree"
-	if ! build_install "$tree" "$config"; then
+	wi_copy_tree "$tree"
+	if ! wi_build_install "$tree" "$config"; then
 		echo "PostgreSQL $major: the extension did not build or install" | tee -a "$OUT"
 		failed="$failed $major"
 		continue
