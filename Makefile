@@ -53,7 +53,7 @@ ISOLATION_OPTS = --inputdir=regress --outputdir=regress/out_isolation \
 TAP_TESTS = 1
 PROVE_TESTS ?= $(sort $(wildcard regress/t/*.pl))
 PROVE_FLAGS = --timer
-EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES) \
+EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES) .pg-build \
 	$(EXTENSION)-*.zip extension/fuzz/fuzz-intake extension/fuzz/corpus
 
 PG_CONFIG ?= pg_config
@@ -72,6 +72,19 @@ endif
 # PGXS does not track headers: every object depends on all of ours (and on
 # this file, which sets EXTVERSION).
 $(OBJS): $(wildcard extension/*.h) $(KINDS_H) include/webhook_inbox_hex.h Makefile
+
+# Nor the PostgreSQL it builds for: .pg-build names the one of the objects
+# (pg_config's version and server headers), rewritten as make reads this
+# file when PG_CONFIG names another (PGXS's .SECONDARY keeps a stamp rule
+# from ever running), so that make PG_CONFIG=<another major> rebuilds the
+# library instead of installing the previous one's objects into it.
+PG_BUILD_ID := $(strip $(shell $(PG_CONFIG) --version 2>/dev/null) $(shell $(PG_CONFIG) --includedir-server 2>/dev/null))
+ifneq ($(PG_BUILD_ID),)
+ifneq ($(PG_BUILD_ID),$(shell cat .pg-build 2>/dev/null))
+$(shell echo '$(PG_BUILD_ID)' > .pg-build)
+endif
+$(OBJS) $(OBJS:.o=.bc): .pg-build
+endif
 
 SUBDIRS = $(patsubst %/Makefile,%,$(wildcard receiver/Makefile tools/Makefile))
 

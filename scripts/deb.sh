@@ -2,7 +2,7 @@
 # make deb: builds the Debian packages (debian/, pg_buildext) out of a copy
 # of the tree, so the work tree stays clean:
 #   postgresql-N-webhook-inbox   the extension and its background worker, one
-#                                package per PostgreSQL major (debian/pgversions)
+#                                package per PostgreSQL major (below)
 #   webhook-receiver             the receiver, its man page, systemd service
 #                                and /etc/webhook-receiver/receiver.conf
 #   webhook-sim                  the simulator and its man page
@@ -40,7 +40,24 @@ else
 	make -C "$SRC" -s clean PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config >/dev/null 2>&1 || true
 fi
 
-echo "building the packages of $deb_version in $BUILD"
+# One extension package per major whose postgresql-server-dev-N is installed
+# (debian/pgversions says 15+): debian/control is made from debian/control.in
+# for them.  Debian's own default would be its release's major only (15 on
+# Debian 12), whatever else is installed.  PG_SUPPORTED_VERSIONS="15 18"
+# names the majors instead.
+export PG_SUPPORTED_VERSIONS="${PG_SUPPORTED_VERSIONS:-installed}"
+(cd "$SRC" && pg_buildext updatecontrol) || {
+	echo "error: no PostgreSQL major of debian/pgversions to build for (PG_SUPPORTED_VERSIONS=$PG_SUPPORTED_VERSIONS):" \
+		"install postgresql-server-dev-N" >&2
+	exit 1
+}
+majors="$(cd "$SRC" && pg_buildext supported-versions | xargs)"
+# every extension package carries the same documents as 15's
+for v in $majors; do
+	docs="$SRC/debian/postgresql-$v-webhook-inbox.docs"
+	[ -e "$docs" ] || cp "$SRC/debian/postgresql-15-webhook-inbox.docs" "$docs"
+done
+echo "building the packages of $deb_version for PostgreSQL $majors in $BUILD"
 (cd "$SRC" && DEB_BUILD_OPTIONS="${DEB_BUILD_OPTIONS:-noautodbgsym}" \
 	dpkg-buildpackage -us -uc -b >"$BUILD/build.log" 2>&1) || {
 	tail -n 60 "$BUILD/build.log" >&2

@@ -8,14 +8,17 @@
 #	docs/ pages readers follow (tutorial, providers, receiver): each sql and
 #	sh block is marked <!-- run --> or <!-- not-run: reason -->, and every
 #	run block runs against a real cluster with the extension, in the file's
-#	order: SQL through psql (ON_ERROR_STOP; in the file's database, or a
-#	fresh one with run: db=NAME), shell through bash -e with PG* set to that
+#	order: SQL through psql (ON_ERROR_STOP; in the file's database, app,
+#	which like a user's already has tables of its own, some named as the
+#	extension's, left as they were; or a fresh one with run: db=NAME), shell through bash -e with PG* set to that
 #	database, the tree's binaries first on PATH, and a webhook-receiver of
 #	the test answering at the addresses the docs use (localhost:8080,
 #	127.0.0.1:8080, and :9180 for the admin listener); Stripe's API
 #	(https://api.stripe.com in a block) is webhook-sim's.  In a comment, "→
 #	text" is a result the block shows: its output must contain the text (a
-#	remark in brackets after it aside).
+#	remark in brackets after it aside).  And the Install section's
+#	PG_CONFIG=: a tree built for one PostgreSQL rebuilds its library for
+#	another's pg_config.
 
 use strict;
 use warnings;
@@ -84,6 +87,35 @@ my @unexplained = map { "$_ ($reason{$_})" } grep { $trouble !~ /`\Q$_\E[`:]/ } 
 ok(keys(%reason) >= 30, 'the reasons the code writes: ' . scalar(keys %reason));
 is("@unexplained", '', 'each is explained in docs/troubleshooting.md');
 
+# --- the README's Install: PG_CONFIG picks another PostgreSQL ------------------
+
+# A tree built for one PostgreSQL (this one: make test built it) and then
+# given another's pg_config must rebuild the library, not install the
+# objects of the first: a copy of the built tree, asked with make -q.
+{
+	my $tree = "$tmp/tree";
+	mkdir $tree or die "$tree: $!";
+	IPC::Run::run([ 'tar', '-cf', '-', 'Makefile', '.pg-build', 'webhook_inbox.so', 'extension', 'include' ],
+		'|', [ 'tar', '-C', $tree, '-xf', '-' ]) or die "copying the built tree failed";
+	# the same server headers, another version
+	my $other = "$tmp/other-pg_config";
+	PostgreSQL::Test::Utils::append_to_file($other,
+		qq{#!/bin/sh
+case "\$1" in --version) echo "PostgreSQL 99.0" ;; *) exec pg_config "\$@" ;; esac
+});
+	chmod 0755, $other;
+	my $up_to_date = sub {
+		delete local $ENV{MAKEFLAGS};
+		delete local $ENV{MAKELEVEL};
+		my ($o, $e) = ('', '');
+		IPC::Run::run([ 'make', '-q', '-C', $tree, 'webhook_inbox.so', @_ ], '>', \$o, '2>', \$e);
+		return $? == 0 ? 'up to date' : "to be rebuilt (exit " . ($? >> 8) . ")$e";
+	};
+	is($up_to_date->(), 'up to date', 'the built tree is up to date for its own pg_config');
+	is($up_to_date->("PG_CONFIG=$other"), 'to be rebuilt (exit 1)', 'make PG_CONFIG=<another PostgreSQL> rebuilds the library');
+	is($up_to_date->(), 'to be rebuilt (exit 1)', 'and so does going back to the first');
+}
+
 # --- blocks -------------------------------------------------------------------
 
 my $json = JSON::PP->new;
@@ -98,6 +130,23 @@ for my $page (@pages)
 	  grep { $runnable{ $_->{lang} } && !($_->{marker} && $_->{marker} =~ /^(run|not-run)$/) } @{ $blocks{$page} };
 	is("@unmarked", '', "$page: every sql and sh block is marked run or not-run");
 }
+
+# The tables of the database the docs install into (app), made before the
+# extension, and what they hold once every block has run.
+my $users_tables = q{
+	CREATE TABLE public.customers (id bigserial PRIMARY KEY, name text NOT NULL);
+	CREATE TABLE public.inbox (id bigserial PRIMARY KEY, customer_id bigint REFERENCES public.customers, note text);
+	CREATE TABLE public.sources (name text PRIMARY KEY, secret text);
+	CREATE TABLE public.objects (id int);
+	INSERT INTO public.customers (name) VALUES ('acme'), ('globex');
+	INSERT INTO public.inbox (customer_id, note) VALUES (1, 'mine'), (2, 'also mine');
+	INSERT INTO public.sources VALUES ('mine', 'not the extension''s');
+};
+my $users_rows = q{SELECT (SELECT string_agg(name, ',' ORDER BY id) FROM public.customers)
+	|| ' ' || (SELECT string_agg(note, ',' ORDER BY id) FROM public.inbox)
+	|| ' ' || (SELECT string_agg(name || '=' || secret, ',') FROM public.sources)
+	|| ' ' || (SELECT count(*) FROM public.objects)};
+my $users_rows_then = "acme,globex mine,also mine mine=not the extension's 0";
 
 my $bin = abs_path('.');
 my $path = "$bin/receiver:$bin/tools:$ENV{PATH}";
@@ -124,7 +173,13 @@ for my $page (@pages)
 		my ($db) = @_;
 		return $db if $made{$db}++;
 		$node->safe_psql('postgres', qq{CREATE DATABASE "$db"});
-		$node->safe_psql($db, 'CREATE EXTENSION webhook_inbox') if $db eq 'app';
+		if ($db eq 'app')
+		{
+			# the database a user already has: tables of theirs, some with
+			# the names of the extension's own, before CREATE EXTENSION
+			$node->safe_psql($db, $users_tables);
+			$node->safe_psql($db, 'CREATE EXTENSION webhook_inbox');
+		}
 		return $db;
 	};
 	my ($receiver, $sim);
@@ -186,6 +241,8 @@ for my $page (@pages)
 	}
 	stop_receiver($receiver) if $receiver;
 	stop_proc($sim) if $sim;
+	is($node->safe_psql('app', $users_rows), $users_rows_then, "$page: the user's own tables in app are as they were")
+	  if $made{app};
 	$node->stop;
 }
 
