@@ -14,12 +14,12 @@ set -euo pipefail
 # One list: the build (build-essential, the libraries, clang for the fuzzers),
 # the tests (IPC::Run, psycopg, man, Prometheus and the exporter, pg_auto_failover,
 # haproxy), the Debian packages (debhelper, dpkg-dev) and PostgreSQL builds from
-# source (bison, flex).
+# source (bison, flex, zlib).
 PACKAGES="postgresql-15 postgresql-server-dev-15 libevent-dev libcurl4-openssl-dev libssl-dev
 libpq-dev libipc-run-perl build-essential make gcc clang libclang-rt-14-dev curl ca-certificates xz-utils
 debhelper postgresql-server-dev-all dpkg-dev pkg-config man-db groff-base
 prometheus prometheus-postgres-exporter python3-psycopg postgresql-15-auto-failover haproxy
-bison flex"
+bison flex zlib1g-dev"
 # Of those, the ones whose installation enables and starts a daemon.
 SERVICES="prometheus prometheus-postgres-exporter haproxy"
 
