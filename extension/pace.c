@@ -15,6 +15,21 @@
  * a table of fixed size serves any number of tenants as long as fewer
  * than its size are busy at once.
  *
+ * A request that comes after its slot (a sweep pass whose commits took
+ * longer than the interval, a sleep that overslept) would push every later
+ * slot back by its lateness: over a round of thousands of passes the
+ * schedule drifts.  So a unit counted by the second (burst 1, a whole rate
+ * of at most PACE_WINDOW) counts a late request as if it had come up to
+ * PACE_CREDIT_US earlier, and what keeps its one-second
+ * windows within the rate is a window of its own: it remembers its last
+ * requests (PACE_WINDOW of them), each by when its answer came back, and
+ * a request may go only when, of the last rate of them, the oldest was
+ * answered rate intervals ago (the same 3 % wider than a second as the
+ * spacing).  The provider counts a request when it arrives, which is
+ * before its answer comes back: however late requests left, and however
+ * they bunch after a late one, no second of arrivals holds more than the
+ * rate.  A request still unanswered holds the window until it is.
+ *
  * Without shared_preload_libraries there is no shared memory: the table is
  * then this process's own (a backend's sweep_now() still paces itself).
  */
@@ -35,6 +50,24 @@ PG_FUNCTION_INFO_V1(wi_pace_status);
 
 #define PACE_SLOTS 4096			/* a power of two */
 #define PACE_PROBE 32			/* slots looked at for one key */
+#define PACE_WINDOW 100			/* requests a unit remembers: Stripe's live rate */
+
+/*
+ * Microseconds per request of u, PACE_MARGIN longer than the rate's: a
+ * request leaves a moment after its slot is taken, and the provider counts
+ * when it arrives, so two in a row may arrive closer than they were taken.
+ */
+#define PACE_MARGIN 1.03
+
+/*
+ * How far back a late request of a windowed unit is counted: a pass held
+ * up by the machine for a few intervals does not cost the round that time
+ * (at most a few requests then go closer together, within the window).
+ */
+#define PACE_CREDIT_US (200 * 1000)
+
+/* an unanswered request no longer holds its unit's window after this */
+#define PACE_UNANSWERED_MAX_US (120 * USECS_PER_SEC)
 
 typedef struct PaceSlot
 {
@@ -43,6 +76,11 @@ typedef struct PaceSlot
 	TimestampTz tat;			/* the unit's theoretical arrival time */
 	double		rate;			/* as last taken, for pace_status() */
 	double		burst;
+	/* its last requests: when each was answered, or taken while unanswered */
+	TimestampTz went[PACE_WINDOW];
+	bool		unanswered[PACE_WINDOW];
+	int			next;			/* the oldest, once nwent is PACE_WINDOW */
+	int			nwent;
 } PaceSlot;
 
 typedef struct PaceTable
@@ -83,15 +121,32 @@ table(void)
 }
 
 /*
- * The slot of (source_id, key), under the table's lock: found, else a free
- * or idle one taken for it (its tat 0: nothing owed), else the one of the
- * probed slots nearest to idle.
+ * Whether slot s's unit is busy: it owes time (tat ahead of now), or its
+ * last request is unanswered or was answered less than a window ago, so
+ * that forgetting it could let a window hold more than its rate.
  */
-static PaceSlot *
-slot_for(PaceTable *t, int32 source_id, const char *key, TimestampTz now)
+static bool
+slot_busy(const PaceSlot *s, TimestampTz now)
 {
-	uint32		h = hash_bytes((const unsigned char *) key, strlen(key)) ^ ((uint32) source_id * 2654435761U);
-	PaceSlot   *reuse = NULL;
+	int			last = (s->next - 1 + PACE_WINDOW) % PACE_WINDOW;
+
+	return s->source_id != 0 &&
+		(s->tat > now || (s->nwent > 0 && (s->unanswered[last] ||
+										   s->went[last] + (int64) (USECS_PER_SEC * PACE_MARGIN) > now)));
+}
+
+/* Where the slots of (source_id, key) are probed from. */
+static uint32
+slot_hash(int32 source_id, const char *key)
+{
+	return hash_bytes((const unsigned char *) key, strlen(key)) ^ ((uint32) source_id * 2654435761U);
+}
+
+/* The slot of (source_id, key) if it has one, under the table's lock. */
+static PaceSlot *
+slot_find(PaceTable *t, int32 source_id, const char *key)
+{
+	uint32		h = slot_hash(source_id, key);
 
 	for (int i = 0; i < PACE_PROBE; i++)
 	{
@@ -99,32 +154,108 @@ slot_for(PaceTable *t, int32 source_id, const char *key, TimestampTz now)
 
 		if (s->source_id == source_id && strcmp(s->key, key) == 0)
 			return s;
+	}
+	return NULL;
+}
+
+/*
+ * The slot of (source_id, key), under the table's lock: found, else a free
+ * or idle one taken for it (its tat 0: nothing owed), else the one of the
+ * probed slots nearest to idle.
+ */
+static PaceSlot *
+slot_for(PaceTable *t, int32 source_id, const char *key, TimestampTz now)
+{
+	uint32		h = slot_hash(source_id, key);
+	PaceSlot   *reuse = slot_find(t, source_id, key);
+
+	if (reuse != NULL)
+		return reuse;
+	for (int i = 0; i < PACE_PROBE; i++)
+	{
+		PaceSlot   *s = &t->slots[(h + i) & (PACE_SLOTS - 1)];
+
 		/* an unused or idle slot costs nothing to take; else the least owed */
-		if (reuse == NULL || (reuse->source_id != 0 && reuse->tat > now &&
-							  (s->source_id == 0 || s->tat < reuse->tat)))
+		if (reuse == NULL || (slot_busy(reuse, now) &&
+							  (!slot_busy(s, now) || s->tat < reuse->tat)))
 			reuse = s;
 	}
 	reuse->source_id = source_id;
 	strlcpy(reuse->key, key, sizeof(reuse->key));
 	reuse->tat = 0;
+	reuse->next = reuse->nwent = 0;
 	return reuse;
 }
 
-/*
- * Microseconds per request of u, PACE_MARGIN longer than the rate's: a
- * request leaves a moment after its slot is taken, and the provider counts
- * when it arrives, so two in a row may arrive closer than they were taken.
- */
-#define PACE_MARGIN 1.03
-
+/* Microseconds per request of u: PACE_MARGIN longer than its rate's. */
 static int64
 interval_us(const WiPaceUnit *u)
 {
 	return (int64) (USECS_PER_SEC * PACE_MARGIN / u->rate);
 }
 
+/*
+ * How many requests u's window holds (0: u has none, its spacing alone
+ * paces it): rate of them for a unit of burst 1 whose rate is a whole
+ * number of at most PACE_WINDOW, the units that count by the second.
+ */
+static int
+window_of(const WiPaceUnit *u)
+{
+	int			n = (int) u->rate;
+
+	if (u->burst > 1 || n < 1 || n > PACE_WINDOW || (double) n != u->rate)
+		return 0;
+	return n;
+}
+
+/*
+ * Microseconds from now until slot s may take one more request of u (<= 0:
+ * now): once tat is at most burst - 1 intervals ahead, and for a windowed
+ * unit once its window has room (of the last n requests, the oldest went
+ * n intervals ago).
+ */
+static int64
+slot_wait(const PaceSlot *s, const WiPaceUnit *u, TimestampTz now)
+{
+	int			n = window_of(u);
+	int64		wait;
+
+	if (u->rate <= 0)
+		return s->tat - now;
+	wait = s->tat - (int64) ((Max(u->burst, 1) - 1) * interval_us(u)) - now;
+	if (n > 0 && s->nwent >= n)
+	{
+		/* the n-th request back must have been answered n intervals ago */
+		int			k = (s->next - n + PACE_WINDOW) % PACE_WINDOW;
+
+		if (s->unanswered[k] && s->went[k] + PACE_UNANSWERED_MAX_US > now)
+			wait = Max(wait, Min(interval_us(u), s->went[k] + PACE_UNANSWERED_MAX_US - now));
+		else
+			wait = Max(wait, s->went[k] + n * interval_us(u) - now);
+	}
+	return wait;
+}
+
+/* Slot s takes one request of u now. */
+static void
+slot_take(PaceSlot *s, const WiPaceUnit *u, TimestampTz now)
+{
+	if (u->rate <= 0)
+		return;
+	/* a late request is counted up to PACE_CREDIT_US back: no drift */
+	if (window_of(u) > 0)
+		s->tat = Max(s->tat, now - PACE_CREDIT_US) + interval_us(u);
+	else
+		s->tat = Max(s->tat, now) + interval_us(u);
+	s->went[s->next] = now;
+	s->unanswered[s->next] = true;
+	s->next = (s->next + 1) % PACE_WINDOW;
+	s->nwent = Min(s->nwent + 1, PACE_WINDOW);
+}
+
 double
-wi_pace_take(int32 source_id, const WiPace *p)
+wi_pace_take(int32 source_id, WiPace *p)
 {
 	PaceTable  *t = table();
 	TimestampTz now = GetCurrentTimestamp();
@@ -135,7 +266,6 @@ wi_pace_take(int32 source_id, const WiPace *p)
 	for (int i = 0; i < WI_PACE_UNITS; i++)
 	{
 		const WiPaceUnit *u = &p->units[i];
-		int64		ahead = 0;
 
 		slots[i] = NULL;
 		if (u->key[0] == '\0')
@@ -143,21 +273,55 @@ wi_pace_take(int32 source_id, const WiPace *p)
 		slots[i] = slot_for(t, source_id, u->key, now);
 		slots[i]->rate = u->rate;
 		slots[i]->burst = u->burst;
-		/* a paced unit may go when tat is at most burst - 1 intervals ahead */
-		if (u->rate > 0)
-			ahead = (int64) ((Max(u->burst, 1) - 1) * interval_us(u));
-		wait = Max(wait, slots[i]->tat - ahead - now);
+		wait = Max(wait, slot_wait(slots[i], u, now));
 	}
 	if (wait <= 0)
+	{
 		for (int i = 0; i < WI_PACE_UNITS; i++)
-			if (slots[i] != NULL && p->units[i].rate > 0)
-				slots[i]->tat = Max(slots[i]->tat, now) + interval_us(&p->units[i]);
+			if (slots[i] != NULL)
+				slot_take(slots[i], &p->units[i], now);
+		p->taken = now;
+	}
 	SpinLockRelease(&t->mutex);
 	return wait <= 0 ? 0 : (double) wait / USECS_PER_SEC;
 }
 
+void
+wi_pace_answered(int32 source_id, WiPace *p)
+{
+	PaceTable  *t = table();
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (p->taken == 0)
+		return;
+	SpinLockAcquire(&t->mutex);
+	for (int i = 0; i < WI_PACE_UNITS; i++)
+	{
+		PaceSlot   *s;
+
+		if (p->units[i].key[0] == '\0')
+			continue;
+		/* its slot, unless another unit has taken it meanwhile */
+		if ((s = slot_find(t, source_id, p->units[i].key)) == NULL)
+			continue;
+		for (int back = 1; back <= s->nwent; back++)
+		{
+			int			k = (s->next - back + PACE_WINDOW) % PACE_WINDOW;
+
+			if (s->unanswered[k] && s->went[k] == p->taken)
+			{
+				s->went[k] = now;
+				s->unanswered[k] = false;
+				break;
+			}
+		}
+	}
+	SpinLockRelease(&t->mutex);
+	p->taken = 0;
+}
+
 double
-wi_pace_wait(const WiSteps *steps, int32 source_id, const WiPace *p, double max_s)
+wi_pace_wait(const WiSteps *steps, int32 source_id, WiPace *p, double max_s)
 {
 	for (;;)
 	{
@@ -213,6 +377,16 @@ wi_pace_hold(int32 source_id, const WiPace *p, TimestampTz until)
 	SpinLockRelease(&t->mutex);
 }
 
+/* A unit as pace_status() shows it. */
+typedef struct PaceShown
+{
+	int32		source_id;
+	char		key[WI_PACE_KEY_LEN];
+	double		rate;
+	double		burst;
+	int64		wait;			/* microseconds until its next request */
+} PaceShown;
+
 /*
  * pace_status() returns setof (source_id, unit, rate, burst, ready_at,
  * wait_s): each unit that has been paced and is not idle, when it may take
@@ -224,32 +398,45 @@ wi_pace_status(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	PaceTable  *t = table();
 	TimestampTz now = GetCurrentTimestamp();
-	PaceSlot   *copy = palloc(sizeof(PaceSlot) * PACE_SLOTS);
+	PaceShown  *shown = palloc(sizeof(PaceShown) * PACE_SLOTS);
+	int			nshown = 0;
 
 	InitMaterializedSRF(fcinfo, 0);
-	/* a copy, so that no lock is held while tuples are built */
+	/* what to show, copied under the lock: no tuple is built while it is held */
 	SpinLockAcquire(&t->mutex);
-	memcpy(copy, t->slots, sizeof(PaceSlot) * PACE_SLOTS);
-	SpinLockRelease(&t->mutex);
 	for (int i = 0; i < PACE_SLOTS; i++)
 	{
-		PaceSlot   *s = &copy[i];
+		PaceSlot   *s = &t->slots[i];
+		WiPaceUnit	u;
+		int64		wait;
+
+		if (s->source_id == 0)
+			continue;
+		u.rate = s->rate;
+		u.burst = s->burst;
+		wait = slot_wait(s, &u, now);
+		if (s->tat <= now && wait <= 0)
+			continue;
+		shown[nshown].source_id = s->source_id;
+		memcpy(shown[nshown].key, s->key, sizeof(s->key));
+		shown[nshown].rate = s->rate;
+		shown[nshown].burst = s->burst;
+		shown[nshown++].wait = Max(wait, 0);
+	}
+	SpinLockRelease(&t->mutex);
+	for (int i = 0; i < nshown; i++)
+	{
 		Datum		values[6];
 		bool		nulls[6] = {false, false, false, false, false, false};
-		int64		ahead;
 
-		if (s->source_id == 0 || s->tat <= now)
-			continue;
-		/* how far ahead of now a request may be taken: burst - 1 intervals */
-		ahead = s->rate > 0 ? (int64) ((Max(s->burst, 1) - 1) * (USECS_PER_SEC * PACE_MARGIN / s->rate)) : 0;
-		values[0] = Int32GetDatum(s->source_id);
-		values[1] = CStringGetTextDatum(s->key);
-		values[2] = Float8GetDatum(s->rate);
-		values[3] = Float8GetDatum(s->burst);
-		values[4] = TimestampTzGetDatum(Max(s->tat - ahead, now));
-		values[5] = Float8GetDatum(Max(s->tat - ahead - now, 0) / (double) USECS_PER_SEC);
+		values[0] = Int32GetDatum(shown[i].source_id);
+		values[1] = CStringGetTextDatum(shown[i].key);
+		values[2] = Float8GetDatum(shown[i].rate);
+		values[3] = Float8GetDatum(shown[i].burst);
+		values[4] = TimestampTzGetDatum(now + shown[i].wait);
+		values[5] = Float8GetDatum(shown[i].wait / (double) USECS_PER_SEC);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	pfree(copy);
+	pfree(shown);
 	return (Datum) 0;
 }

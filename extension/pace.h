@@ -29,19 +29,24 @@ typedef struct WiPaceUnit
 	double		burst;
 } WiPaceUnit;
 
-/* What one request counts against: the account's unit, then the endpoint's. */
+/*
+ * What one request counts against: the account's unit, then the
+ * endpoint's; and when its request was taken, for wi_pace_answered().
+ */
 typedef struct WiPace
 {
 	WiPaceUnit	units[WI_PACE_UNITS];
+	TimestampTz taken;			/* 0: not taken */
 } WiPace;
 
 /*
  * Takes one request from every unit of p when each has one now and returns
- * 0; otherwise takes nothing and returns the seconds until all will have
- * one.  Shared by every process when the library is preloaded; without it,
- * by this process only.
+ * 0 (p->taken says when); otherwise takes nothing and returns the seconds
+ * until all will have one.  Shared by every process when the library is
+ * preloaded; without it, by this process only.  Every request taken is
+ * ended by wi_pace_answered() once it is answered or has failed.
  */
-extern double wi_pace_take(int32 source_id, const WiPace *p);
+extern double wi_pace_take(int32 source_id, WiPace *p);
 
 /*
  * Waits (sleeping in short steps) until p's units have a request for this
@@ -50,7 +55,14 @@ extern double wi_pace_take(int32 source_id, const WiPace *p);
  * interrupt is serviced).
  */
 struct WiSteps;
-extern double wi_pace_wait(const struct WiSteps *steps, int32 source_id, const WiPace *p, double max_s);
+extern double wi_pace_wait(const struct WiSteps *steps, int32 source_id, WiPace *p, double max_s);
+
+/*
+ * p's request, taken by wi_pace_take(), has its answer (or failed): its
+ * units count it from now on as having gone now, since the provider has
+ * counted it by then, whenever it arrived there.  Nothing for a p not taken.
+ */
+extern void wi_pace_answered(int32 source_id, WiPace *p);
 
 /* A line naming p's busiest unit, for a reason: "platform at 25/s" */
 extern char *wi_pace_describe(const WiPace *p);

@@ -59,7 +59,7 @@ wi_rate_slow_down(WiRate *r, TimestampTz until)
 }
 
 char *
-wi_rate_list_page(const WiSteps *steps, WiRate *r, const WiPace *pace, WiHttpRequest *req,
+wi_rate_list_page(const WiSteps *steps, WiRate *r, WiPace *pace, WiHttpRequest *req,
 				  const char *what)
 {
 	double		wait;
@@ -73,7 +73,11 @@ wi_rate_list_page(const WiSteps *steps, WiRate *r, const WiPace *pace, WiHttpReq
 		return psprintf("rate_limited: paced within the provider's limits (%s): the next request is %.0f s away",
 						wi_pace_describe(pace), wait);
 	if (!wi_http_run(steps, (WiHttpRequest *[]) {req}, 1, 1, NULL, NULL, NULL))
+	{
+		wi_pace_answered(req->source_id, pace);
 		return pstrdup("interrupted");
+	}
+	wi_pace_answered(req->source_id, pace);
 	if (req->status == 429 || req->status == 503)
 		wi_rate_slow_down(r, GetCurrentTimestamp() +
 						  (TimestampTz) ((req->retry_after_s >= 0 ? req->retry_after_s : 1) * USECS_PER_SEC));

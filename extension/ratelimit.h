@@ -40,7 +40,7 @@ extern void wi_rate_slow_down(WiRate *r, TimestampTz until);
 struct WiHttpRequest;
 struct WiSteps;
 struct WiPace;
-extern char *wi_rate_list_page(const struct WiSteps *steps, WiRate *r, const struct WiPace *pace,
+extern char *wi_rate_list_page(const struct WiSteps *steps, WiRate *r, struct WiPace *pace,
 							   struct WiHttpRequest *req, const char *what);
 
 #endif							/* WI_RATELIMIT_H */

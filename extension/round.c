@@ -688,6 +688,7 @@ fetch_done(WiHttpRequest *req, void *arg)
 	long		status = req->status;
 
 	wi_rate_finished(r);
+	wi_pace_answered(c->source_id, &c->pace);
 	c->handled = true;
 	wi_stat_latency(req->elapsed_ms);
 	/* what a 200 of a GraphQL API really says, and how much budget is left */
@@ -815,7 +816,10 @@ fetch_claims(Round *rd)
 		if (!c->handled)
 		{
 			if (reqs[i]->started)
+			{
 				wi_rate_for(c->source_id)->inflight = 0;
+				wi_pace_answered(c->source_id, &c->pace);
+			}
 			wi_give_back(rd->steps, c->token, GIVE_DEFER, "worker_stopping: given back unfinished", 0, 0);
 		}
 	}

@@ -227,6 +227,13 @@ wi_step_run(const WiSteps *steps, void (*fn) (void *), void *arg)
 }
 
 void
+wi_step_commit_lazily(const WiSteps *steps)
+{
+	if (steps->mode == WI_STEPS_OWN_XACT)
+		wi_spi_exec("SET LOCAL synchronous_commit = off", 0, NULL, NULL, NULL, SPI_OK_UTILITY);
+}
+
+void
 wi_spi_exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls, int expect)
 {
 	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);

@@ -63,6 +63,19 @@ extern char *wi_step_catch(MemoryContext cxt, const char *what);
 extern bool wi_step_disk_full(void);
 extern void wi_step_cycle_end(void);
 
+/*
+ * Inside a step whose transaction wrote only sweep bookkeeping, which the
+ * next sweep derives again (sweep_runs, sweep_seen, checkpoints: no repair,
+ * no transition, no effect): in the worker, the step commits without
+ * waiting for its WAL to reach the disk (SET LOCAL synchronous_commit =
+ * off), so that a pass with nothing to repair does not wait on the disk
+ * between two of its provider's slots; a crash can lose only that
+ * bookkeeping, and the next durable commit flushes it anyway.  In a
+ * caller's transaction (sweep_now()) it does nothing: what else that
+ * transaction wrote is the caller's.
+ */
+extern void wi_step_commit_lazily(const WiSteps *steps);
+
 /* One statement through SPI; raises on a result code other than expect. */
 extern void wi_spi_exec(const char *sql, int nargs, Oid *types, Datum *values,
 						const char *nulls, int expect);

@@ -139,7 +139,7 @@ sweep_auth(Sweep *s, WiHttpRequest *req, const char *refused, bool fresh)
  * False when the worker must stop.
  */
 static bool
-sweep_paced(Sweep *s, const WiPace *pace, WiHttpRequest *req)
+sweep_paced(Sweep *s, WiPace *pace, WiHttpRequest *req)
 {
 	double		wait = wi_pace_wait(s->steps, s->source_id, pace, SWEEP_MAX_PAUSE_S);
 
@@ -149,6 +149,19 @@ sweep_paced(Sweep *s, const WiPace *pace, WiHttpRequest *req)
 		req->error = psprintf("rate_limited: paced within the provider's limits (%s): the next request "
 							  "is %.0f s away", wi_pace_describe(pace), wait);
 	return true;
+}
+
+/*
+ * Sends req, whose slot pace has taken, and ends the slot once it is
+ * answered (or failed, or interrupted: false).
+ */
+static bool
+sweep_send(Sweep *s, WiPace *pace, WiHttpRequest *req)
+{
+	bool		done = wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL);
+
+	wi_pace_answered(s->source_id, pace);
+	return done;
 }
 
 bool
@@ -185,7 +198,7 @@ wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 		return false;
 	if (req->error != NULL)
 		return true;
-	if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
+	if (!sweep_send(s, &pace, req))
 		return false;
 	/* the installation's token was refused (it expired early, was revoked): mint again, once */
 	if (s->gh_app && req->status == 401)
@@ -204,7 +217,7 @@ wi_sweep_get(WiHttpRequest *req, char *url, char *body, Sweep *s)
 			return false;
 		if (req->error != NULL)
 			return true;
-		if (!wi_http_run(s->steps, &req, 1, 1, NULL, NULL, NULL))
+		if (!sweep_send(s, &pace, req))
 			return false;
 	}
 

@@ -128,6 +128,8 @@ wi_sweep_begin_step(void *arg)
 				"$5, $6::interval, $7)", 7, t, v, nl, SPI_OK_SELECT);
 	s->run_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	s->since = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	/* the run's row alone */
+	wi_step_commit_lazily(s->steps);
 }
 
 void
@@ -138,6 +140,7 @@ wi_sweep_page_step(void *arg)
 	Oid			t[6] = {INT8OID, TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID};
 	Datum		v[6];
 	char		nl[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	int32		unhidden;
 	/* the page in the shape the type map's paths read (a GraphQL page in REST's) */
 	const char *body = wi_answer_shape(s->adapter, s->src, s->object_type, s->body);
 
@@ -151,12 +154,13 @@ wi_sweep_page_step(void *arg)
 	v[3] = text_or_null(s->type.status_path, &nl[3]);
 	v[4] = text_or_null(s->type.version_path, &nl[4]);
 	v[5] = BoolGetDatum(s->type.occurrence);
-	wi_spi_exec("SELECT object_id, item::text, deleted, has_more, last_id FROM webhook_inbox._sweep_page("
+	wi_spi_exec("SELECT object_id, item::text, deleted, has_more, last_id, unhidden FROM webhook_inbox._sweep_page("
 		 "$1, $2, $3::jsonpath, $4::jsonpath, $5::jsonpath, $6)", 6, t, v, nl, SPI_OK_SELECT);
 	s->diffs = MemoryContextAllocZero(cxt, sizeof(Diff) * Max(SPI_processed, 1));
 	s->ndiffs = 0;
 	s->has_more = false;
 	s->last_id = NULL;
+	unhidden = 0;
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[r];
@@ -166,6 +170,7 @@ wi_sweep_page_step(void *arg)
 		char	   *last = SPI_getvalue(tup, desc, 5);
 
 		s->has_more = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		unhidden = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
 		s->last_id = last ? MemoryContextStrdup(cxt, last) : NULL;
 		if (id == NULL)
 			continue;
@@ -174,6 +179,9 @@ wi_sweep_page_step(void *arg)
 		s->diffs[s->ndiffs].deleted = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
 		s->ndiffs++;
 	}
+	/* the differences are repaired each in a transaction of its own, later */
+	if (unhidden == 0)
+		wi_step_commit_lazily(s->steps);
 }
 
 /* One page of the events list into the inbox, as deliveries. */
@@ -187,12 +195,15 @@ wi_sweep_events_step(void *arg)
 	bool		isnull;
 	char	   *last;
 
-	wi_spi_exec("SELECT has_more, last_id FROM webhook_inbox._sweep_events($1, $2)", 2, t, v, NULL,
-				SPI_OK_SELECT);
+	wi_spi_exec("SELECT has_more, last_id, events_listed FROM webhook_inbox._sweep_events($1, $2)", 2, t, v,
+				NULL, SPI_OK_SELECT);
 	s->has_more = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	last = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	s->last_id = last ? MemoryContextStrdup(cxt, last) : NULL;
 	s->ndiffs = 0;
+	/* an empty page only counted itself into the run; a listed event went through intake() */
+	if (DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull)) == 0)
+		wi_step_commit_lazily(s->steps);
 }
 
 /*
@@ -223,6 +234,8 @@ wi_sweep_missing_step(void *arg)
 	Sweep	   *s = (Sweep *) arg;
 
 	s->missing = run_object_ids("SELECT webhook_inbox._sweep_missing($1)", s->run_id, &s->nmissing);
+	/* the count of them into the run; each is read and repaired later */
+	wi_step_commit_lazily(s->steps);
 }
 
 void
@@ -335,6 +348,13 @@ wi_sweep_finish_step(void *arg)
 	wi_spi_exec("SELECT webhook_inbox._sweep_finish($1, $2, $3)", 3, t, v, nl, SPI_OK_SELECT);
 	s->status = MemoryContextStrdup(wi_step_cxt(),
 									SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+
+	/*
+	 * The run's end and its checkpoint: the pass's repairs committed each
+	 * in its own durable transaction before, and a checkpoint a crash
+	 * loses only makes the next pass list the same window again.
+	 */
+	wi_step_commit_lazily(s->steps);
 }
 
 /*

@@ -1587,7 +1587,7 @@ COMMENT ON FUNCTION @extschema@._sweep_begin(integer, text, text, interval, text
 
 CREATE FUNCTION @extschema@._sweep_page(p_run_id bigint, p_body text, p_items_path jsonpath,
 	p_status_path jsonpath, p_version_path jsonpath, p_occurrence boolean)
-RETURNS TABLE (object_id text, item jsonb, deleted boolean, has_more boolean, last_id text)
+RETURNS TABLE (object_id text, item jsonb, deleted boolean, has_more boolean, last_id text, unhidden integer)
 LANGUAGE plpgsql AS $$
 DECLARE
 	w webhook_inbox.sweep_runs;
@@ -1595,6 +1595,7 @@ DECLARE
 	n integer;
 	more boolean;
 	last text;
+	unhid integer;
 BEGIN
 	SELECT * INTO w FROM webhook_inbox.sweep_runs x WHERE x.id = p_run_id;
 	BEGIN
@@ -1613,6 +1614,7 @@ BEGIN
 	 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.object_type = w.object_type
 	   AND o.hidden_since IS NOT NULL AND jsonb_typeof(it) = 'object'
 	   AND o.object_id = webhook_inbox._scalar_text(it -> 'id');
+	GET DIAGNOSTICS unhid = ROW_COUNT;
 	IF w.layer = 'full' THEN
 		/* what the provider still has, to find what it no longer has */
 		INSERT INTO webhook_inbox.sweep_seen (run_id, object_id)
@@ -1633,7 +1635,7 @@ BEGIN
 					THEN webhook_inbox._version_of(jsonb_path_query_first(it, p_version_path)) END AS ver
 		  FROM jsonb_path_query(doc, p_items_path) it
 		 WHERE jsonb_typeof(it) = 'object')
-	SELECT x.id, x.item, x.deleted, more, last
+	SELECT x.id, x.item, x.deleted, more, last, unhid
 	  FROM items x
 	 WHERE x.id IS NOT NULL AND (CASE
 		WHEN x.deleted THEN EXISTS (
@@ -1652,12 +1654,12 @@ BEGIN
 			 WHERE o.source_id = w.source_id AND o.tenant = w.tenant AND o.kind = w.object_type AND o.occurrence_id = x.id)));
 	IF NOT FOUND THEN
 		/* one row still carries the paging facts */
-		RETURN QUERY SELECT NULL::text, NULL::jsonb, NULL::boolean, more, last;
+		RETURN QUERY SELECT NULL::text, NULL::jsonb, NULL::boolean, more, last, unhid;
 	END IF;
 END
 $$;
 COMMENT ON FUNCTION @extschema@._sweep_page(bigint, text, jsonpath, jsonpath, jsonpath, boolean) IS
-	'Reads one page of a list response, counts it into the run, and returns the items that differ from the mirror (rows with a NULL object_id only carry has_more and the last id for paging).';
+	'Reads one page of a list response, counts it into the run, and returns the items that differ from the mirror (rows with a NULL object_id only carry has_more and the last id for paging); unhidden, on every row, is how many hidden objects the page showed again (0: the page wrote only the run''s bookkeeping).';
 
 CREATE FUNCTION @extschema@._sweep_events(p_run_id bigint, p_body text,
 	OUT has_more boolean, OUT last_id text, OUT events_listed integer, OUT events_fed integer)

@@ -878,3 +878,8 @@ INSERT INTO @extschema@.routes (source_kind, event_type, class, strategy, object
 	occurrence_kind, priority, preset)
 VALUES ('shopify', 'app/scopes_update', 'occurrence', 'occurrence', 'app/scopes_update', NULL,
 	'$.updated_at', NULL, NULL, '$.updated_at', NULL, NULL, NULL, false, NULL, 100, true);
+
+-- A sweep's page says how many hidden objects it showed again: a page that
+-- showed none wrote only the run's bookkeeping, which the worker commits
+-- without waiting for the disk.
+DROP FUNCTION @extschema@._sweep_page(bigint, text, jsonpath, jsonpath, jsonpath, boolean);
