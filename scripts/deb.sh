@@ -37,7 +37,7 @@ if git -C "$ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
 	tar -C "$ROOT" --exclude=./.run --exclude=./build --exclude=./tmp_check --exclude=./regress/out \
 		--exclude=./regress/out_isolation -cf - . | tar -C "$SRC" -xf -
-	make -C "$SRC" -s clean PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config >/dev/null 2>&1 || true
+	make -C "$SRC" -s clean >/dev/null 2>&1 || true
 fi
 
 # One extension package per major whose postgresql-server-dev-N is installed
