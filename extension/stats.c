@@ -64,6 +64,13 @@ wi_stat_add(WiStat stat, uint64 n)
 		pg_atomic_fetch_add_u64(&wi_stats->counters[stat], n);
 }
 
+/* A counter's value now (0 without the shared memory). */
+uint64
+wi_stat_get(WiStat stat)
+{
+	return wi_stats != NULL ? pg_atomic_read_u64(&wi_stats->counters[stat]) : 0;
+}
+
 /* One provider request's latency, for the average and the maximum. */
 void
 wi_stat_latency(double ms)

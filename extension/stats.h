@@ -45,5 +45,6 @@ extern void wi_stats_shmem_attach(void *ptr, bool found);
 
 extern void wi_stat_add(WiStat stat, uint64 n);
 extern void wi_stat_latency(double ms);
+extern uint64 wi_stat_get(WiStat stat);
 
 #endif							/* WI_STATS_H */

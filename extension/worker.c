@@ -26,6 +26,7 @@
 #include "tcop/tcopprot.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/plancache.h"
 
 #include "compat.h"
 #include "pg_compat.h"
@@ -39,6 +40,7 @@
 #include "worker.h"
 
 #define DISK_FULL_RETRY_MS 2000	/* the wait between cycles while the disk is full */
+#define REPLAN_FIRST_EVENTS 1000	/* the events processed before the first re-planning */
 
 static volatile sig_atomic_t got_sigterm = false;
 
@@ -71,6 +73,43 @@ effects_round(void)
 	PG_END_TRY();
 	MemoryContextSwitchTo(cxt);
 	return n > 0;
+}
+
+/*
+ * Plans made on tables that have grown since are made again.  This session
+ * lives as long as the server, and the plans it keeps (its prepared
+ * statements, PL/pgSQL's, and from PostgreSQL 18 the bodies of SQL functions
+ * such as _fenced(), which 18 keeps in the plan cache where earlier majors
+ * planned them for each calling statement) may have been costed while the
+ * mirror was empty.  A generic plan that scans a table of a few pages is kept
+ * until that table's statistics change (autovacuum's ANALYZE, a minute or
+ * more later): on 18, _fenced()'s probes then read the whole objects table
+ * for every claimed object, and a drain slowed as the mirror grew.  So each
+ * time the events this process has processed double (at 1,000, 2,000,
+ * 4,000 … of them) every plan is marked to be made again on the tables as
+ * they are: re-plannings logarithmic in the events processed, none while
+ * idle.
+ */
+static void
+replan_if_grown(void)
+{
+	static bool started = false;
+	static uint64 events_at_start;
+	static uint64 events_next;
+	uint64		events = wi_stat_get(WI_STAT_EVENTS);
+
+	if (!started)
+	{
+		/* the server's counter may have counted before this process */
+		started = true;
+		events_at_start = events;
+		events_next = events + REPLAN_FIRST_EVENTS;
+		return;
+	}
+	if (events < events_next)
+		return;
+	ResetPlanCache();
+	events_next = events + Max(events - events_at_start, REPLAN_FIRST_EVENTS);
 }
 
 static void
@@ -174,6 +213,7 @@ wi_worker_main(Datum main_arg)
 		}
 		MemoryContextSwitchTo(TopMemoryContext);
 		wi_step_cycle_end();
+		replan_if_grown();
 		if (more || got_sigterm)
 			continue;
 
