@@ -3,7 +3,8 @@
 # (also written as CSV under bench/results/).  Called by scripts/bench.sh
 # (make bench) after the build; can be run on its own once installed.
 #
-#   bench/run.sh [receiver] [worker] [tenants]      (default: all three)
+#   bench/run.sh [receiver] [worker] [tenants] [history]   (default: the first
+#   three; worker runs history.sh at its end)
 #   BENCH_PLOTS=DIR  where the SVG charts go (default: next to the CSV)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -25,9 +26,12 @@ echo "bench: $CORES cores, work directory $BENCH_WORK" >&2
 # The tenants part alone (10,000 accounts' sweeps) writes under 1 GB.
 need_mb=1000
 for p in "${parts[@]}"; do [ "$p" = receiver ] && need_mb=5000; done
-# HISTORY_EVENTS=0 leaves the history out, and with it most of what the
-# worker part writes.
-for p in "${parts[@]}"; do [ "$p" = worker ] && need_mb=$([ "${HISTORY_EVENTS:-}" = 0 ] && echo 5000 || echo 12000); done
+# history: about 1.4 KB per event kept (HISTORY_EVENTS, 5,000,000: 12 GB
+# with the worker part); HISTORY_EVENTS=0 leaves it out, and with it most of
+# what the worker part writes.
+for p in "${parts[@]}"; do
+	case "$p" in worker | history) need_mb=$((5000 + ${HISTORY_EVENTS:-5000000} / 714)) ;; esac
+done
 need_mb="${BENCH_MIN_FREE_MB:-$need_mb}"
 free_mb=$(df -Pm "$BENCH_WORK" | awk 'NR == 2 { print $4 }')
 if [ "$free_mb" -lt "$need_mb" ]; then

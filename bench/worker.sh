@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Worker figures: drain rate per strategy against the same cycle from SQL
 # alone, latency at a steady 100 events/s, coalescing under a burst of
-# duplicates, and the drain rate with a transaction held open.
+# duplicates, and the drain rate with a transaction held open; then
+# history.sh (its own clusters, HISTORY_* there).
 #
 # Appends rows to $RESULTS_CSV (see lib.sh).  Environment: DRAIN_EVENTS
 # (20000), FETCH_EVENTS (8000), LATENCY_SECONDS (20), BURST_OBJECTS (200),
@@ -326,63 +327,10 @@ add_result vacuum "drain occurrence with xact held open" "$held" "ev/s" "same dr
 add_result vacuum "  ratio held / free" "$ratio" "x" "-" "-" ">= 0.8" "$(check "$ratio" '>=' 0.8)"
 
 # ---- history: the same work with HISTORY_EVENTS processed events kept ----
-# A drain of HISTORY_DRAIN new occurrence events and intake's ceiling
-# (pgbench, 4 clients, one intake() per transaction) on the inbox as it is,
-# then the same two after HISTORY_EVENTS done events (and their deliveries)
-# were added in one set-based statement each, with ids from the same
-# sequence as the live events, so they interleave in the dedupe index as
-# real traffic does.  Ratios near 1 mean history costs nothing per event.
-HISTORY_EVENTS="${HISTORY_EVENTS:-5000000}"
-if [ "$HISTORY_EVENTS" -eq 0 ]; then
+# on two clusters of their own, alternately (history.sh); HISTORY_EVENTS=0
+# skips it
+if [ "${HISTORY_EVENTS:-5000000}" -eq 0 ]; then
 	echo "  history: skipped (HISTORY_EVENTS=0)" >&2
 	exit 0
 fi
-HISTORY_DRAIN="${HISTORY_DRAIN:-10000}"
-INTAKE_SECONDS="${INTAKE_SECONDS:-10}"
-intake_ceiling() {
-	pgbench -n -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c 4 -j 2 -T "$INTAKE_SECONDS" \
-		-f "$BENCH_WORK/one_intake.sql" bench 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
-}
-history_pass() {
-	load occurrence occ "$HISTORY_DRAIN"
-	drain_worker occ
-}
-# each pass starts from a vacuumed inbox and a fresh checkpoint, so neither pays
-# for the writes (or the bulk load) that came before it
-q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" -c "CHECKPOINT" >/dev/null
-h0_drain=$(history_pass)
-h0_intake=$(intake_ceiling)
-q -c "UPDATE webhook_inbox.inbox SET status = 'done', processed_at = now(), updated_at = now()
-      WHERE status IN ('pending', 'retry')" >/dev/null
-echo "  history: empty-ish inbox: drain $h0_drain ev/s, intake ceiling $h0_intake/s; adding $HISTORY_EVENTS processed events" >&2
-t0=$(now_s)
-q <<SQL >/dev/null
-INSERT INTO webhook_inbox.inbox (source_id, event_id, event_type, object_type, object_id, strategy,
-	route_id, route_version, provider_time, payload, body_sha256, status, reason, received_at, processed_at,
-	updated_at, decided_route, decided_route_version)
-SELECT s.id, 'evt_o' || n, 'refund.created', 'refund', 're_' || n, 'occurrence', r.id, r.version,
-	   to_timestamp(1767225600 + n), bench.occurrence_body(n)::jsonb, sha256(convert_to(n::text, 'UTF8')), 'done',
-	   NULL, now() - interval '30 days' + n * interval '0.5 second' / 1000,
-	   now() - interval '30 days' + n * interval '0.5 second' / 1000,
-	   now() - interval '30 days' + n * interval '0.5 second' / 1000, r.id, r.version
-  FROM webhook_inbox.sources s, webhook_inbox.routes r,
-	   (SELECT nextval('bench.ids') AS n FROM generate_series(1, $HISTORY_EVENTS)) g
- WHERE s.name = 'occ' AND r.source_id = s.id AND r.event_type = 'refund.created';
-INSERT INTO webhook_inbox.deliveries (source_id, event_id, delivery_id, received_at, body_sha256, body_size, outcome)
-SELECT i.source_id, i.event_id, NULL, i.received_at, i.body_sha256, 300, 'new'
-  FROM webhook_inbox.inbox i WHERE i.event_type = 'refund.created' AND i.received_at < now() - interval '1 day';
-SQL
-q -c "VACUUM ANALYZE webhook_inbox.inbox" -c "VACUUM ANALYZE webhook_inbox.deliveries" -c "CHECKPOINT" >/dev/null
-t1=$(now_s)
-sizes=$(q -c "SELECT pg_size_pretty(pg_total_relation_size('webhook_inbox.inbox')) || ' inbox, ' ||
-	pg_size_pretty(pg_total_relation_size('webhook_inbox.deliveries')) || ' deliveries'")
-echo "  history: $HISTORY_EVENTS events added in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", b - a }') s ($sizes)" >&2
-h1_drain=$(history_pass)
-h1_intake=$(intake_ceiling)
-echo "  history: with $HISTORY_EVENTS processed events: drain $h1_drain ev/s, intake ceiling $h1_intake/s" >&2
-hr_drain=$(fdiv "$h1_drain" "$h0_drain")
-hr_intake=$(fdiv "$h1_intake" "$h0_intake")
-add_result history "drain occurrence with $HISTORY_EVENTS done" "$h1_drain" "ev/s" "same drain, no history" "$h0_drain" "-" "-"
-add_result history "  ratio with / without history" "$hr_drain" "x" "-" "-" ">= 0.9" "$(check "$hr_drain" '>=' 0.9)"
-add_result history "intake ceiling with $HISTORY_EVENTS done" "$h1_intake" "rows/s" "same, no history" "$h0_intake" "-" "-"
-add_result history "  ratio with / without history" "$hr_intake" "x" "-" "-" ">= 0.9" "$(check "$hr_intake" '>=' 0.9)"
+"$BENCH_DIR/history.sh"
