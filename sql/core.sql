@@ -1297,9 +1297,12 @@ RETURNS boolean
 LANGUAGE sql STABLE AS $$
 	/*
 	 * the one fence check: another claim holds the object, or a newer token
-	 * saved it.  Never inlined (its body has subqueries), so each statement
-	 * that calls it plans these probes afresh, for the tables as they are
-	 * now; set-based callers ask it once per row (OFFSET 0 where a pulled-up
+	 * saved it.  Never inlined (its body has subqueries).  Before 18 each
+	 * statement that calls it plans these probes afresh, for the tables as
+	 * they are now; from 18 a SQL function's plans stay in the session's
+	 * plan cache, where a generic plan made on a small mirror can outlive
+	 * it, so the worker discards its plans as its work grows (worker.c).
+	 * Set-based callers ask it once per row (OFFSET 0 where a pulled-up
 	 * subquery would copy the call).  No SET search_path (a SET per call
 	 * costs, see sql/search_path.sql): every operator qualified.
 	 */
