@@ -191,14 +191,19 @@ fi
 rm -rf "$PREFIX"
 started=$(date +%s)
 say "building PostgreSQL $version into $PREFIX (make -j$JOBS; log in $PREFIX.log)"
-{
-	tar -C "$WORK" -xf "$tarball"
-	cd "$WORK/postgresql-$version"
-	./configure --prefix="$PREFIX" --with-openssl --enable-tap-tests --without-icu --without-readline
-	make -j"$JOBS"
-	make install
+# Run from make test, this script inherits make's MAKELEVEL, MAKEFLAGS and
+# MFLAGS: PostgreSQL's build makes its generated headers (utils/errcodes.h
+# and the others) first only at MAKELEVEL 0, and stopped at the first file
+# that includes them.  Each step stops the build when it fails.
+(
+	unset MAKELEVEL MAKEFLAGS MFLAGS MAKEOVERRIDES
+	tar -C "$WORK" -xf "$tarball" &&
+	cd "$WORK/postgresql-$version" &&
+	./configure --prefix="$PREFIX" --with-openssl --enable-tap-tests --without-icu --without-readline &&
+	make -j"$JOBS" &&
+	make install &&
 	make -C contrib -j"$JOBS" install
-} >"$PREFIX.log" 2>&1 || { say "the build failed; the end of $PREFIX.log:"; tail -n 20 "$PREFIX.log" >&2; exit 1; }
+) >"$PREFIX.log" 2>&1 || { say "the build failed; the end of $PREFIX.log:"; tail -n 20 "$PREFIX.log" >&2; exit 1; }
 echo "$version built in $(($(date +%s) - started)) s from $(basename "$tarball")" > "$PREFIX/.webhook_inbox-build-complete"
 say "PostgreSQL $version built in $(($(date +%s) - started)) s"
 echo "$PREFIX/bin/pg_config"
