@@ -10,7 +10,8 @@
 #      process group), then checks that it printed its three verify lines with
 #      no difference and that nothing is left running;
 #   3. make test (every suite), which must exit 0 with prove's Result: PASS
-#      as its last line.
+#      as its last line, every other PostgreSQL major built and passed
+#      (scripts/test-majors.sh skips one it cannot obtain).
 # Prints one line per step and a verdict, writes them to fresh-check.txt
 # beside the logs, and exits 0 only if every step passed.  Needs root and
 # about 4 GB; make test takes half an hour or more.
@@ -203,6 +204,14 @@ for step in $STEPS; do
 			ok=0
 			say "FAIL: make test: exit $rc in $mins min, last line \"$last\"${running:+, left running: $(echo "$running" | tr '\n' ';')} (see $DIR/test.log)"
 			sed -n '/^=== summary ===/,$p' "$DIR/test.log" | head -n 40 | sed 's/^/fresh-check:   /' | tee -a "$REPORT"
+		fi
+		# each other major's line (scripts/test-majors.sh); on a fresh
+		# machine every one must have been obtained and passed
+		majors="$(grep -E '^PostgreSQL [0-9]+(: | \()' "$DIR/test.log" | sort -u)"
+		echo "$majors" | sed '/^$/d; s/^/fresh-check:   /' | tee -a "$REPORT"
+		if [ -n "$majors" ] && echo "$majors" | grep -qv ' passed in '; then
+			ok=0
+			say "FAIL: make test: not every other PostgreSQL major was built and passed"
 		fi
 		;;
 	*) echo "error: unknown step $step" >&2; exit 2 ;;
