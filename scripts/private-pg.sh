@@ -13,6 +13,10 @@ wi_copy_tree() {
 	tar -C "$root" --exclude=.git --exclude=.run --exclude=regress/out --exclude=regress/out_isolation \
 		--exclude=tmp_check --exclude=./debian/tmp --exclude=node_modules --exclude=./build \
 		--exclude=./bench/results --exclude='*.o' --exclude='*.so' --exclude='*.bc' -cf - . | tar -C "$1" -xf -
+	# of bench/results (the runs' output) only what the tree holds: the
+	# history that docs/benchmarks.md links to
+	mkdir -p "$1/bench/results"
+	cp "$root/bench/results/HISTORY.md" "$1/bench/results/"
 }
 # wi_build_install DIR PG_CONFIG: the extension of the copy in DIR, built and
 # installed into that PostgreSQL (the tools under DIR/prefix).
