@@ -62,6 +62,20 @@ typedef struct SealKey
 } SealKey;
 
 /*
+ * The hexadecimal digits that begin the n bytes at b (what the file held:
+ * the buffer past them is neither read nor terminated).
+ */
+static size_t
+hex_span(const unsigned char *b, size_t n)
+{
+	size_t		i = 0;
+
+	while (i < n && wi_hex_digit(b[i]) >= 0)
+		i++;
+	return i;
+}
+
+/*
  * Reads the key file path into *k, or raises an error naming the file and
  * what is wrong with it (never its content).
  */
@@ -111,7 +125,7 @@ load_key_from(const char *path, SealKey *k)
 				(errcode_for_file_access(),
 				 errmsg("could not read key file \"%s\": %m", path)));
 
-	if (n == SEAL_KEY_LEN && strspn((const char *) buf, "0123456789abcdefABCDEF") < SEAL_KEY_LEN)
+	if (n == SEAL_KEY_LEN && hex_span(buf, n) < SEAL_KEY_LEN)
 		memcpy(k->key, buf, SEAL_KEY_LEN);
 	else
 	{
@@ -134,7 +148,7 @@ load_key_from(const char *path, SealKey *k)
 		}
 		if (!ok)
 		{
-			bool		hex = len > 0 && strspn((const char *) buf, "0123456789abcdefABCDEF") == (size_t) len;
+			bool		hex = len > 0 && hex_span(buf, len) == (size_t) len;
 
 			explicit_bzero(buf, sizeof(buf));
 			explicit_bzero(k->key, sizeof(k->key));
