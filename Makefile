@@ -52,7 +52,6 @@ ISOLATION_OPTS = --inputdir=regress --outputdir=regress/out_isolation \
 	--temp-instance=regress/out_isolation/tmp --temp-config=regress/regress.conf
 TAP_TESTS = 1
 PROVE_TESTS ?= $(sort $(wildcard regress/t/*.pl))
-PROVE_FLAGS = --timer
 EXTRA_CLEAN = regress/out regress/out_isolation tmp_check $(EXTENSION).control META.json $(MAN_PAGES) .pg-build \
 	$(EXTENSION)-*.zip extension/fuzz/fuzz-intake extension/fuzz/corpus
 
@@ -68,6 +67,14 @@ endif
 else
 include $(PGXS)
 endif
+
+# The TAP files run WI_TAP_JOBS at a time (after PGXS, which empties
+# PROVE_FLAGS), as regress/testrules.yml allows: the files that bound a time
+# or a rate run first, alone; every test picks its ports through
+# PG_TEST_PORT_DIR's locks and its directories under tmp_check.
+WI_TAP_JOBS ?= 2
+PROVE_FLAGS = --timer -j$(WI_TAP_JOBS)
+installcheck-tap: export HARNESS_RULESFILE = $(abspath regress/testrules.yml)
 
 # PGXS does not track headers: every object depends on all of ours (and on
 # this file, which sets EXTVERSION).
