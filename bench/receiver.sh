@@ -65,19 +65,43 @@ array_fill('customer.subscription.updated'::text, ARRAY[50]), (SELECT array_agg(
 	tr '\n' ' ' >"$BENCH_WORK/classify50.sql"
 chmod 644 "$BENCH_WORK"/*.sql
 
-# ceiling NAME SCRIPT [PGOPTIONS]: rows/s of pgbench with CEILING_CLIENTS clients.
+# Where the CPU goes (clock ticks, from /proc): the machine's busy time, and
+# the cluster's processes (the postmaster and its children, pid by pid, so
+# that a process started meanwhile counts whole and one that ended is not
+# lost before it did: every reading is taken while its processes run).
+CLK_TCK=$(getconf CLK_TCK)
+machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+pid_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# cluster_ticks FILE: writes "pid ticks" of every cluster process to FILE
+cluster_ticks() {
+	local pm p
+	pm=$(head -1 "$PGDATA_B/postmaster.pid")
+	for p in $pm $(pgrep -P "$pm"); do echo "$p $(pid_ticks "$p")"; done >"$1"
+}
+# cluster_delta BEFORE AFTER: the ticks the cluster's processes used between them
+cluster_delta() { awk 'NR == FNR { b[$1] = $2; next } { d += $2 - ($1 in b ? b[$1] : 0) } END { print d + 0 }' "$1" "$2"; }
+# us_per COUNT TICKS: microseconds per item
+us_per() { awk -v t="$2" -v n="$1" -v hz="$CLK_TCK" 'BEGIN { if (n == 0) print "nan"; else printf "%.1f", t / hz * 1e6 / n }'; }
+
+# ceiling NAME SCRIPT [PGOPTIONS]: rows/s of pgbench with CEILING_CLIENTS clients
+# (and the machine's busy ticks over pgbench's run in $BENCH_WORK/busy.NAME).
 # Every measured phase starts after a CHECKPOINT: otherwise it inherits the
 # dirty buffers of the phase before, and writes them out itself (the
 # receiver after the ceilings: p99 about 50 ms instead of 13).
 ceiling() {
 	local tps
+	local busy0
 	q -c "CHECKPOINT" >/dev/null
+	busy0=$(machine_busy)
 	tps=$(PGOPTIONS="${3:-}" pgbench -n -M prepared -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c "$CEILING_CLIENTS" \
 		-j "$CEILING_CLIENTS" -T "$CEILING_SECONDS" -f "$BENCH_WORK/$2" bench 2>&1 |
 		sed -n 's/^tps = \([0-9.]*\) .*/\1/p')
+	echo $(( $(machine_busy) - busy0 )) >"$BENCH_WORK/busy.$1"
 	awk -v t="${tps:-0}" 'BEGIN { printf "%.0f", t * 50 }'
 }
 raw1=$(ceiling raw raw50.sql)
+# the machine's busy time over it (pgbench and the cluster)
+raw_busy=$(cat "$BENCH_WORK/busy.raw")
 echo "  raw set-based insert: $raw1 rows/s" >&2
 batch1=$(ceiling batch batch50.sql)
 echo "  intake_batch(): $batch1 rows/s" >&2
@@ -104,8 +128,9 @@ ceiling=$batch1
 
 # ---- the receiver under wrk ----
 # Enough unique deliveries for 3x the intake_batch ceiling over the run
-# (the receiver may batch more per commit than pgbench does).
-count=$(awk -v c="$ceiling" -v s="$RECEIVER_SECONDS" 'BEGIN { n = int(c * s * 3); if (n < 60000) n = 60000; if (n > 400000) n = 400000; print n }')
+# (the receiver may batch more per commit than pgbench does), up to
+# 800,000 (about 1 GB in wrk; 400,000 wrapped at 40,000 deliveries/s).
+count=$(awk -v c="$ceiling" -v s="$RECEIVER_SECONDS" 'BEGIN { n = int(c * s * 3); if (n < 60000) n = 60000; if (n > 800000) n = 800000; print n }')
 "$BENCH_DIR/gen_requests.pl" "$BENCH_DIR/body_template.json" "$count" "$WRK_THREADS" \
 	"$BENCH_WORK/req" "$SECRET" w
 
@@ -125,9 +150,14 @@ counts="SELECT count(*) FILTER (WHERE d.outcome = 'new') || ' ' || count(*) FILT
 read -r new0 other0 <<<"$(q -c "$counts")"
 q -c "CHECKPOINT" >/dev/null
 rss_idle=$(awk '/^VmRSS/ { print $2 }' "/proc/$rpid/status")
+cluster_ticks "$BENCH_WORK/ticks.0"
+rcv_t0=$(pid_ticks "$rpid")
 wrk -t "$WRK_THREADS" -c "$WRK_CONNECTIONS" -d "${RECEIVER_SECONDS}s" --timeout 10s \
 	-s "$BENCH_DIR/wrk_replay.lua" "http://127.0.0.1:$RPORT" -- "$BENCH_WORK/req" bench \
 	>"$BENCH_WORK/wrk.out" 2>&1 || true
+cluster_ticks "$BENCH_WORK/ticks.1"
+rcv_ticks=$(( $(pid_ticks "$rpid") - rcv_t0 ))
+db_ticks=$(cluster_delta "$BENCH_WORK/ticks.0" "$BENCH_WORK/ticks.1")
 read -r new1 other1 <<<"$(q -c "$counts")"
 
 # ---- the same receiver at a fixed rate: FIXED_SHARE of what wrk measured ----
@@ -179,6 +209,13 @@ add_result receiver "  ratio to raw" "$ratio" "x" "-" "-" ">= 0.75 (mean of 5)" 
 add_result receiver "  ratio to intake_batch()" "$(fdiv "$rate" "$batch")" "x" "-" "-" "-" "-"
 add_result receiver "latency p50" "$p50" "ms" "-" "-" "-" "-"
 add_result receiver "latency p99" "$p99" "ms" "-" "-" "<= 10 ms" "$(check "$p99" '<=' 10)"
+# the CPU budget: what a delivery costs the receiver and the database under
+# wrk, against what a raw row costs the whole machine (pgbench included);
+# wrk's own share is not counted (its start reads the requests on a core)
+raw_rows=$(awk -v r="$raw1" -v s="$CEILING_SECONDS" 'BEGIN { printf "%.0f", r * s }')
+add_result receiver "CPU per delivery: receiver process" "$(us_per "$newrows" "$rcv_ticks")" "us" "-" "-" "-" "-"
+add_result receiver "CPU per delivery: database (every process)" "$(us_per "$newrows" "$db_ticks")" "us" \
+	"raw row: machine (pgbench + db)" "$(us_per "$raw_rows" "$raw_busy")" "-" "-"
 add_result receiver "peak RSS (VmHWM)" "$rss_mb" "MB" "-" "-" "<= 64 MB" "$(check "$rss_mb" '<=' 64)"
 # wrk does not count the answers in flight when it stops, so new rows may
 # exceed the 2xx count by up to the connection count; none may be a duplicate.

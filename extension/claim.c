@@ -130,8 +130,15 @@ prepare_claim_plans(void)
 			"AND i.id > $2 ORDER BY i.id LIMIT $1"
 
 		candidates_plan = wi_keep_plan(CANDIDATES(""), 3, t);
-		/* the worker's: pending events of the local strategies are _work_local()'s */
-		candidates_nolocal_plan = wi_keep_plan(CANDIDATES("AND (i.status <> 'pending' OR i.strategy = 'fetch') "),
+		/*
+		 * The worker's: pending events of the local strategies are
+		 * _work_local()'s.  The clause is inbox_remote_claim_idx's predicate
+		 * word for word, so that the planner proves the index applies: the
+		 * scan reads only what it may return, not the local backlog (a
+		 * walk of 100,000 pending occurrence events took 40 ms a round).
+		 */
+		candidates_nolocal_plan = wi_keep_plan(CANDIDATES("AND (i.status IN ('retry', 'processing') "
+														  "OR (i.status = 'pending' AND i.strategy = 'fetch')) "),
 											   3, t);
 	}
 	{

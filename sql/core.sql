@@ -252,6 +252,12 @@ CREATE INDEX inbox_claim_idx ON @extschema@.inbox (id)
 CREATE INDEX inbox_object_idx ON @extschema@.inbox (source_id, tenant, object_type, object_id)
 	WHERE status IN ('pending', 'retry', 'processing');
 CREATE INDEX inbox_claim_token_idx ON @extschema@.inbox (claim_token) WHERE status = 'processing';
+-- The worker's claim of work that needs the provider (or a retry, or an
+-- expired claim): without it, that scan walked every pending event of the
+-- local strategies (_work_local()'s) in inbox_claim_idx to find none, a walk
+-- as long as the backlog on every round.
+CREATE INDEX inbox_remote_claim_idx ON @extschema@.inbox (id)
+	WHERE status IN ('retry', 'processing') OR (status = 'pending' AND strategy = 'fetch');
 COMMENT ON TABLE @extschema@.inbox IS
 	'One row per logical message, unique on (source_id, event_id): the id the provider keeps across retries.';
 COMMENT ON COLUMN @extschema@.inbox.raw_body IS

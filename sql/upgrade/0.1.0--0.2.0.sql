@@ -883,3 +883,9 @@ VALUES ('shopify', 'app/scopes_update', 'occurrence', 'occurrence', 'app/scopes_
 -- showed none wrote only the run's bookkeeping, which the worker commits
 -- without waiting for the disk.
 DROP FUNCTION @extschema@._sweep_page(bigint, text, jsonpath, jsonpath, jsonpath, boolean);
+
+-- The worker's claim of work that needs the provider (or a retry, or an
+-- expired claim) reads an index of its own, not every pending event of the
+-- local strategies.
+CREATE INDEX inbox_remote_claim_idx ON @extschema@.inbox (id)
+	WHERE status IN ('retry', 'processing') OR (status = 'pending' AND strategy = 'fetch');
