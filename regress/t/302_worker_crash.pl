@@ -60,7 +60,7 @@ ok($node->poll_query_until('postgres', q{
 	'the worker is in the middle of a batch of fetches');
 my $pid = worker_pid();
 ok(kill('KILL', $pid), "worker $pid killed with SIGKILL");
-ok($node->poll_query_until('postgres', qq{
+ok(poll_after_crash($node, 'postgres', qq{
 	SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'webhook_inbox worker' AND pid <> $pid}),
 	'the worker is back after crash recovery');
 

@@ -14,6 +14,8 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes ();
+use IPC::Run ();
 use lib 'regress/t';
 use ProcessGuard;
 
@@ -24,7 +26,7 @@ use ReceiverTest qw(start_receiver stop_receiver);
 
 our @EXPORT = qw(worker_node add_source wait_drained verify_source sweep_all
   start_sim stop_proc run_sim http_json start_receiver stop_receiver
-  sim_truth stripe_event intake_sql worker_stat settle_tombstones);
+  sim_truth stripe_event intake_sql worker_stat settle_tombstones poll_after_crash);
 
 # worker_node(name, extra postgresql.conf lines): a started cluster with the
 # library preloaded, the worker on, the extension created and the
@@ -166,6 +168,29 @@ sub worker_stat
 {
 	my ($node, $col) = @_;
 	return $node->safe_psql('postgres', "SELECT $col FROM webhook_inbox.worker_stats()");
+}
+
+# poll_after_crash(node, dbname, query): poll_query_until for a server that
+# may be in crash recovery.  poll_query_until writes the query to psql's
+# input, and a psql refused at connect exits before reading it: the write
+# fails ("ack Broken pipe") and takes the test file down.  Here the query
+# is psql's argument.  Returns 1 once it returns 't', 0 at the timeout.
+sub poll_after_crash
+{
+	my ($node, $dbname, $query) = @_;
+	my $deadline = Time::HiRes::time() + $PostgreSQL::Test::Utils::timeout_default;
+	my ($out, $err) = ('', '');
+	while (Time::HiRes::time() < $deadline)
+	{
+		($out, $err) = ('', '');
+		IPC::Run::run([ $node->installed_command('psql'), '-XAt', '-d', $node->connstr($dbname), '-c', $query ],
+			'<', \undef, '>', \$out, '2>', \$err);
+		chomp $out;
+		return 1 if $out eq 't' && $err eq '';
+		Time::HiRes::usleep(100_000);
+	}
+	diag("poll_after_crash timed out: $query\nlast output: $out\nstderr: $err");
+	return 0;
 }
 
 1;
