@@ -28,6 +28,10 @@ q() { psql -X -q -At -v ON_ERROR_STOP=1 -h "$SOCK" -p "$BENCH_PGPORT" -U postgre
 
 now_s() { date +%s.%N; }
 fdiv() { awk -v a="$1" -v b="$2" 'BEGIN { if (b == 0) print "nan"; else printf "%.3f", a / b }'; }
+# pid_ticks PID: the CPU (user + system, /proc/PID/stat) the process used so
+# far, in clock ticks (CLK_TCK a second); 0 once it is gone
+CLK_TCK=$(getconf CLK_TCK)
+pid_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 
 # cluster_start: a fresh cluster (initdb) with the library preloaded and the
 # worker configured but disabled; bench scripts turn it on when they measure

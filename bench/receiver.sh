@@ -69,9 +69,7 @@ chmod 644 "$BENCH_WORK"/*.sql
 # the cluster's processes (the postmaster and its children, pid by pid, so
 # that a process started meanwhile counts whole and one that ended is not
 # lost before it did: every reading is taken while its processes run).
-CLK_TCK=$(getconf CLK_TCK)
 machine_busy() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-pid_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # cluster_ticks FILE: writes "pid ticks" of every cluster process to FILE
 cluster_ticks() {
 	local pm p
@@ -89,8 +87,7 @@ us_per() { awk -v t="$2" -v n="$1" -v hz="$CLK_TCK" 'BEGIN { if (n == 0) print "
 # dirty buffers of the phase before, and writes them out itself (the
 # receiver after the ceilings: p99 about 50 ms instead of 13).
 ceiling() {
-	local tps
-	local busy0
+	local tps busy0
 	q -c "CHECKPOINT" >/dev/null
 	busy0=$(machine_busy)
 	tps=$(PGOPTIONS="${3:-}" pgbench -n -M prepared -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c "$CEILING_CLIENTS" \

@@ -104,7 +104,7 @@ q -c "UPDATE webhook_inbox.sources SET api_base = '$TSIM', settings = settings -
 # last one's end.  The worker's CPU (user + system, /proc/PID/stat) is read
 # before and after.
 round() {
-	local layer="$1" full_interval due start deadline pid cpu0 cpu1 tck
+	local layer="$1" full_interval due start deadline pid cpu0 cpu1
 	full_interval='1h'
 	[ "$layer" = incremental ] && full_interval='0'
 	q -c "ALTER SYSTEM SET webhook_inbox.sweep_interval = '1h'" \
@@ -122,8 +122,7 @@ round() {
 		[ -n "$pid" ] && break
 		sleep 0.1
 	done
-	tck=$(getconf CLK_TCK)
-	cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+	cpu0=$(pid_ticks "$pid")
 	deadline=$(( $(date +%s) + ROUND_TIMEOUT ))
 	while [ "$(q -c "SELECT count(*) FROM webhook_inbox.sweep_runs WHERE source_id = $src AND trigger = 'schedule'
 	            AND started_at >= '$start' AND status <> 'running'")" -lt "$due" ]; do
@@ -133,7 +132,7 @@ round() {
 		fi
 		sleep 0.5
 	done
-	cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)
+	cpu1=$(pid_ticks "$pid")
 	worker_enable off
 	curl -sf "$TSIM/_sim/counters" >"$BENCH_WORK/tenants-counters-$layer.json"
 	printf '%s %s %s\n' \
@@ -152,7 +151,7 @@ n = int(sys.argv[2])
 print(min(acct) if len(acct) == n else 0, "%.2f" % (sum(acct) / n), max(acct, default=0), others, sum(acct) + others,
       sum(acct), c.get("rate_limited", -1))
 ' "$BENCH_WORK/tenants-counters-$layer.json" "$ACCOUNTS")" \
-		"$(awk -v a="$cpu0" -v b="$cpu1" -v t="$tck" 'BEGIN { printf "%.2f", (b - a) / t }')"
+		"$(awk -v a="$cpu0" -v b="$cpu1" -v t="$CLK_TCK" 'BEGIN { printf "%.2f", (b - a) / t }')"
 }
 
 for layer in full incremental; do

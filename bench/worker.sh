@@ -74,9 +74,10 @@ load() {
 	q -c "ANALYZE webhook_inbox.inbox" >/dev/null
 }
 
+# open_events [SOURCE]: the events still open, of SOURCE or of every source
 open_events() {
 	q -c "SELECT count(*) FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
-	      WHERE s.name = '$1' AND i.status IN ('pending', 'retry', 'processing')"
+	      WHERE ${1:+s.name = '$1' AND} i.status IN ('pending', 'retry', 'processing')"
 }
 
 # drain_worker SOURCE → "events/s" over the span of processed_at of the
@@ -266,10 +267,7 @@ worker_enable on
 # seconds of this run fetching them: those seconds held the p99): the
 # figure is the latency of a worker with nothing else to do.
 deadline=$(( $(date +%s) + DRAIN_TIMEOUT ))
-while [ "$(q -c "SELECT count(*) FROM webhook_inbox.inbox WHERE status IN ('pending', 'retry', 'processing')")" -gt 0 ] &&
-	[ "$(date +%s)" -lt "$deadline" ]; do
-	sleep 0.05
-done
+while [ "$(open_events)" -gt 0 ] && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.05; done
 sleep 0.5
 t0=$(q -c "SELECT clock_timestamp()")
 pgbench -n -h "$SOCK" -p "$BENCH_PGPORT" -U postgres -c 1 -R 100 -T "$LATENCY_SECONDS" \

@@ -14,14 +14,13 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
-use Time::HiRes ();
 use IPC::Run ();
 use lib 'regress/t';
 use ProcessGuard;
 
 use lib 'tools/test';
 use lib 'receiver/t';
-use SimTest qw(start_sim stop_proc run_sim http_json);
+use SimTest qw(start_sim stop_proc run_sim http_json poll_until);
 use ReceiverTest qw(start_receiver stop_receiver);
 
 our @EXPORT = qw(worker_node add_source wait_drained verify_source sweep_all
@@ -178,19 +177,16 @@ sub worker_stat
 sub poll_after_crash
 {
 	my ($node, $dbname, $query) = @_;
-	my $deadline = Time::HiRes::time() + $PostgreSQL::Test::Utils::timeout_default;
-	my ($out, $err) = ('', '');
-	while (Time::HiRes::time() < $deadline)
-	{
+	my ($out, $err);
+	my $ok = poll_until(sub {
 		($out, $err) = ('', '');
 		IPC::Run::run([ $node->installed_command('psql'), '-XAt', '-d', $node->connstr($dbname), '-c', $query ],
 			'<', \undef, '>', \$out, '2>', \$err);
 		chomp $out;
-		return 1 if $out eq 't' && $err eq '';
-		Time::HiRes::usleep(100_000);
-	}
-	diag("poll_after_crash timed out: $query\nlast output: $out\nstderr: $err");
-	return 0;
+		return $out eq 't' && $err eq '';
+	}, $PostgreSQL::Test::Utils::timeout_default);
+	diag("poll_after_crash timed out: $query\nlast output: $out\nstderr: $err") unless $ok;
+	return $ok ? 1 : 0;
 }
 
 1;
