@@ -1297,34 +1297,59 @@ COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
 -- Mirror: version guard (C), machines (C), occurrences
 ---------------------------------------------------------------------------
 
+CREATE FUNCTION @extschema@._fences(p_source_id integer[], p_tenant text[], p_object_type text[],
+	p_object_id text[], p_token bigint[])
+RETURNS TABLE (n bigint, source_id integer, tenant text, object_type text, object_id text, token bigint,
+			   fenced boolean)
+LANGUAGE sql STABLE AS $$
+	/*
+	 * The one fence check, for a set of (object, claim token) at once:
+	 * another claim holds the object, or a newer token saved it.  Each pair
+	 * comes back with its ordinal n in the arrays.  The planner inlines it
+	 * into the calling statement (a set-returning SQL function, not strict,
+	 * no SET clause), so a round asks its probes in one plan, where a call
+	 * of _fenced() per object started an executor for each.  A statement
+	 * whose plan is kept (PL/pgSQL's) would keep probes planned on the
+	 * mirror as it was, a scan of it once it was empty: _work_local() runs
+	 * it with EXECUTE, planned for each round.  No SET search_path (see
+	 * sql/search_path.sql): every operator qualified.
+	 */
+	SELECT c.n, c.sid, c.ten, c.typ, c.oid, c.tok, c.tok IS NOT NULL AND (
+		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
+				 WHERE l.source_id OPERATOR(pg_catalog.=) c.sid
+				   AND l.tenant OPERATOR(pg_catalog.=) c.ten
+				   AND l.object_type OPERATOR(pg_catalog.=) c.typ
+				   AND l.object_id OPERATOR(pg_catalog.=) c.oid
+				   AND l.token OPERATOR(pg_catalog.<>) c.tok)
+		OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
+					WHERE o.source_id OPERATOR(pg_catalog.=) c.sid
+					  AND o.tenant OPERATOR(pg_catalog.=) c.ten
+					  AND o.object_type OPERATOR(pg_catalog.=) c.typ
+					  AND o.object_id OPERATOR(pg_catalog.=) c.oid
+					  AND o.fence_token OPERATOR(pg_catalog.>) c.tok))
+	  FROM ROWS FROM (pg_catalog.unnest(p_source_id), pg_catalog.unnest(p_tenant), pg_catalog.unnest(p_object_type),
+					  pg_catalog.unnest(p_object_id), pg_catalog.unnest(p_token))
+		   WITH ORDINALITY AS c(sid, ten, typ, oid, tok, n)
+$$;
+COMMENT ON FUNCTION @extschema@._fences(integer[], text[], text[], text[], bigint[]) IS
+	'The fence check of many (object, claim token) pairs in one statement, each returned with its ordinal n and fenced: true where a save under that token must be refused (another claim holds the object, or a newer token has saved it). _fenced() is its one-pair form.';
+
 CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_tenant text, p_object_type text, p_object_id text,
 	p_token bigint)
 RETURNS boolean
 LANGUAGE sql STABLE AS $$
 	/*
-	 * the one fence check: another claim holds the object, or a newer token
-	 * saved it.  Never inlined (its body has subqueries).  Before 18 each
-	 * statement that calls it plans these probes afresh, for the tables as
-	 * they are now; from 18 a SQL function's plans stay in the session's
-	 * plan cache, where a generic plan made on a small mirror can outlive
-	 * it, so the worker discards its plans as its work grows (worker.c).
-	 * Set-based callers ask it once per row (OFFSET 0 where a pulled-up
-	 * subquery would copy the call).  No SET search_path (a SET per call
-	 * costs, see sql/search_path.sql): every operator qualified.
+	 * _fences() for one pair.  Never inlined (its body has subqueries).
+	 * Before 18 each statement that calls it plans these probes afresh,
+	 * for the tables as they are now; from 18 a SQL function's plans stay
+	 * in the session's plan cache, where a generic plan made on a small
+	 * mirror can outlive it, so the worker discards its plans as its work
+	 * grows (worker.c).  Set-based callers ask it once per row (OFFSET 0
+	 * where a pulled-up subquery would copy the call), or ask _fences()
+	 * once.
 	 */
-	SELECT p_token IS NOT NULL AND (
-		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
-				 WHERE l.source_id OPERATOR(pg_catalog.=) p_source_id
-				   AND l.tenant OPERATOR(pg_catalog.=) p_tenant
-				   AND l.object_type OPERATOR(pg_catalog.=) p_object_type
-				   AND l.object_id OPERATOR(pg_catalog.=) p_object_id
-				   AND l.token OPERATOR(pg_catalog.<>) p_token)
-		OR EXISTS (SELECT 1 FROM webhook_inbox.objects o
-					WHERE o.source_id OPERATOR(pg_catalog.=) p_source_id
-					  AND o.tenant OPERATOR(pg_catalog.=) p_tenant
-					  AND o.object_type OPERATOR(pg_catalog.=) p_object_type
-					  AND o.object_id OPERATOR(pg_catalog.=) p_object_id
-					  AND o.fence_token OPERATOR(pg_catalog.>) p_token))
+	SELECT f.fenced FROM webhook_inbox._fences(ARRAY[p_source_id], ARRAY[p_tenant], ARRAY[p_object_type],
+											   ARRAY[p_object_id], ARRAY[p_token]) f
 $$;
 COMMENT ON FUNCTION @extschema@._fenced(integer, text, text, text, bigint) IS
 	'True when a save under this claim token must be refused: another claim holds the object, or a newer token has saved it. Every guarded save asks this.';

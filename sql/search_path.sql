@@ -15,7 +15,7 @@
 --     _time_of, and _round_events, the events every statement
 --     of a round reads; _route_of, the route lookup of intake's statement,
 --     and _classify_batch, classification in SQL, the bench's reference
---     for it), _fenced, the
+--     for it), _fences and _fenced, the
 --     fence check of every claim of a round, and _classify, run once per
 --     event by reclassify() and requeue_where() (a per-call SET there
 --     measured about 30 % of the one-delivery intake's throughput, when
@@ -39,7 +39,7 @@ BEGIN
 		   AND p.proconfig IS NULL
 		   AND NOT (p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_pattern_like', '_scalar_text', '_version_of',
 															'_time_of', '_classify', '_classify_batch', '_route_of',
-															'_fenced', '_round_events', '_version_rule',
+															'_fences', '_fenced', '_round_events', '_version_rule',
 															'_tombstone_holds']::pg_catalog.name[]))
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);

@@ -230,10 +230,12 @@ COMMENT ON FUNCTION @extschema@._hidden_why(integer, text, text, jsonb) IS
 -- Processing a claim
 ---------------------------------------------------------------------------
 
-CREATE FUNCTION @extschema@._round_events(p_ids bigint[], p_tokens bigint[], p_from text)
+CREATE FUNCTION @extschema@._round_events(p_ids bigint[], p_tokens bigint[], p_from text,
+	p_routes boolean DEFAULT true)
 RETURNS TABLE (id bigint, claim_token bigint, source_id integer, tenant text, object_type text, object_id text,
 			   strategy text, route_id integer, status_value text, payload jsonb, provider_version numeric,
-			   provider_time timestamptz)
+			   provider_time timestamptz, machine text, occurrence_kind text, amount_path jsonpath,
+			   currency_path jsonpath, tombstone boolean)
 LANGUAGE sql STABLE AS $$
 	/*
 	 * The events a round works on, each with the token of its object's
@@ -243,18 +245,30 @@ LANGUAGE sql STABLE AS $$
 	 * statement of _work_events() (see sql/search_path.sql).
 	 */
 	SELECT i.id, c.tok, i.source_id, i.tenant, i.object_type, i.object_id, i.strategy, i.route_id, i.status_value,
-		   i.payload, i.provider_version, i.provider_time
+		   i.payload, i.provider_version, i.provider_time,
+		   r.machine, r.occurrence_kind, r.amount_path, r.currency_path, r.tombstone
 	  FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_tokens)) AS c(id, tok)
 	 /*
 	  * one probe of the primary key per event, always: as a join, a plan
 	  * made for a round of a thousand events would rather scan the inbox
 	  */
 	 CROSS JOIN LATERAL (SELECT x.* FROM webhook_inbox.inbox x WHERE x.id OPERATOR(pg_catalog.=) c.id OFFSET 0) i
+	 /*
+	  * and the columns of its route the round reads, one probe per event
+	  * too: joined by each statement, the routes were read and hashed
+	  * again for every event (a plan made for the arrays' ten rows), which
+	  * cost a round of a thousand events about 5 ms in each statement;
+	  * p_routes false (a constant where the call is inlined) leaves them
+	  * NULL and probes nothing
+	  */
+	 LEFT JOIN LATERAL (SELECT y.machine, y.occurrence_kind, y.amount_path, y.currency_path, y.tombstone
+						  FROM webhook_inbox.routes y
+						 WHERE p_routes AND y.id OPERATOR(pg_catalog.=) i.route_id OFFSET 0) r ON true
 	 WHERE i.status OPERATOR(pg_catalog.=) p_from
 	   AND (p_from OPERATOR(pg_catalog.=) 'pending' OR i.claim_token OPERATOR(pg_catalog.=) c.tok)
 $$;
-COMMENT ON FUNCTION @extschema@._round_events(bigint[], bigint[], text) IS
-	'The events of a round with their claim''s token: claimed (processing under that token) or taken by the round itself (pending).';
+COMMENT ON FUNCTION @extschema@._round_events(bigint[], bigint[], text, boolean) IS
+	'The events of a round with their claim''s token: claimed (processing under that token) or taken by the round itself (pending); with p_routes, the columns of its route the round reads (machine, occurrence_kind, amount_path, currency_path, tombstone), NULL without.';
 
 CREATE FUNCTION @extschema@._work_events(p_ids bigint[], p_tokens bigint[], p_from text)
 RETURNS TABLE (token bigint, outcome text, events integer)
@@ -294,12 +308,12 @@ BEGIN
 		   /* fetch events: only the provider's present decides them */
 		   coalesce(array_agg(DISTINCT i.claim_token) FILTER (WHERE i.strategy = 'fetch'), '{}')
 	  INTO a_ids, a_toks, o_ids, o_toks, m_ids, m_toks, v_ids, v_toks, f_toks
-	  FROM webhook_inbox._round_events(p_ids, p_tokens, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	  FROM webhook_inbox._round_events(p_ids, p_tokens, p_from) i
 	 CROSS JOIN LATERAL (
-			SELECT i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL AS m,
+			SELECT i.strategy = 'machine' AND i.machine IS NOT NULL AND i.status_value IS NOT NULL AS m,
 				   i.strategy = 'version' AS v,
 				   i.strategy = 'occurrence'
-					OR (r.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')) AS o) k0
+					OR (i.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')) AS o) k0
 	 CROSS JOIN LATERAL (SELECT k0.m, k0.v, k0.o,
 								NOT (k0.m OR k0.v OR i.strategy IN ('occurrence', 'fetch')) AS a) k;
 	x_token := x_token || f_toks;
@@ -320,9 +334,9 @@ BEGIN
 		   d_outcome || coalesce(array_agg(CASE i.strategy WHEN 'ignore' THEN 'ignored'
 				WHEN 'unordered' THEN 'unorderable' END), '{}')
 	  INTO d_id, d_token, d_status, d_reason, d_outcome
-	  FROM webhook_inbox._round_events(a_ids, a_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	  FROM webhook_inbox._round_events(a_ids, a_toks, p_from) i
 	 WHERE (i.strategy NOT IN ('fetch', 'version', 'machine', 'occurrence')
-			OR (i.strategy = 'machine' AND (r.machine IS NULL OR i.status_value IS NULL)));
+			OR (i.strategy = 'machine' AND (i.machine IS NULL OR i.status_value IS NULL)));
 
 	END IF;
 
@@ -337,16 +351,16 @@ BEGIN
 	 */
 	WITH ev AS (
 		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_id, i.strategy = 'occurrence' AS decide,
-			   CASE WHEN i.strategy = 'occurrence' THEN i.object_type ELSE r.occurrence_kind END AS kind,
+			   CASE WHEN i.strategy = 'occurrence' THEN i.object_type ELSE i.occurrence_kind END AS kind,
 			   coalesce(i.payload #> '{data,object}', i.payload) AS obj,
-			   CASE WHEN r.amount_path IS NOT NULL THEN webhook_inbox._scalar_text(
-					jsonb_path_query_first(i.payload, r.amount_path))::numeric::bigint END AS amt,
-			   CASE WHEN r.currency_path IS NOT NULL THEN webhook_inbox._scalar_text(
-					jsonb_path_query_first(i.payload, r.currency_path)) END AS cur,
+			   CASE WHEN i.amount_path IS NOT NULL THEN webhook_inbox._scalar_text(
+					jsonb_path_query_first(i.payload, i.amount_path))::numeric::bigint END AS amt,
+			   CASE WHEN i.currency_path IS NOT NULL THEN webhook_inbox._scalar_text(
+					jsonb_path_query_first(i.payload, i.currency_path)) END AS cur,
 			   i.provider_version, i.provider_time
-		  FROM webhook_inbox._round_events(o_ids, o_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+		  FROM webhook_inbox._round_events(o_ids, o_toks, p_from) i
 		 WHERE (i.strategy = 'occurrence'
-				OR (r.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')))),
+				OR (i.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')))),
 	ranked AS (
 		SELECT e.*, row_number() OVER (PARTITION BY e.claim_token, e.kind
 									   ORDER BY e.provider_version NULLS LAST, e.provider_time NULLS LAST,
@@ -386,12 +400,12 @@ BEGIN
 	 * decisions are written in one more.  The same checks as
 	 * apply_transition(), whose rules this is.
 	 */
-	SELECT r.machine, i.object_id, i.status_value INTO bad
-	  FROM webhook_inbox._round_events(m_ids, m_toks, p_from) i JOIN webhook_inbox.routes r ON r.id = i.route_id
+	SELECT i.machine, i.object_id, i.status_value INTO bad
+	  FROM webhook_inbox._round_events(m_ids, m_toks, p_from) i
 	 WHERE i.strategy = 'machine'
-	   AND i.status_value IS NOT NULL
+	   AND i.machine IS NOT NULL AND i.status_value IS NOT NULL
 	   AND (i.object_id = '' OR i.status_value = ''
-			OR NOT EXISTS (SELECT 1 FROM webhook_inbox.machines m WHERE m.machine = r.machine))
+			OR NOT EXISTS (SELECT 1 FROM webhook_inbox.machines m WHERE m.machine = i.machine))
 	 LIMIT 1;
 	IF FOUND THEN
 		IF bad.object_id = '' OR bad.status_value = '' THEN
@@ -402,7 +416,7 @@ BEGIN
 			USING ERRCODE = 'undefined_object', HINT = 'Insert its edges into webhook_inbox.machines.';
 	END IF;
 	SELECT i.object_id, i.provider_version INTO bad
-	  FROM webhook_inbox._round_events(v_ids, v_toks, p_from) i
+	  FROM webhook_inbox._round_events(v_ids, v_toks, p_from, false) i
 	 WHERE i.strategy = 'version'
 	   AND (i.object_id = '' OR i.object_type = '' OR i.provider_version = 'NaN'::numeric)
 	 LIMIT 1;
@@ -420,25 +434,26 @@ BEGIN
 	INSERT INTO webhook_inbox.objects (source_id, tenant, object_type, object_id, status)
 	SELECT DISTINCT ON (i.source_id, i.tenant, i.object_type, i.object_id) i.source_id, i.tenant, i.object_type, i.object_id,
 		   CASE WHEN i.strategy = 'machine' THEN 'unknown' END
-	  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+	  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
 	 WHERE (i.strategy = 'version'
-			OR (i.strategy = 'machine' AND r.machine IS NOT NULL AND i.status_value IS NOT NULL))
+			OR (i.strategy = 'machine' AND i.machine IS NOT NULL AND i.status_value IS NOT NULL))
 	 ORDER BY i.source_id, i.tenant, i.object_type, i.object_id, i.strategy = 'machine' DESC
 	ON CONFLICT DO NOTHING;
 	PERFORM 1 FROM webhook_inbox.objects o
 	 WHERE (o.source_id, o.tenant, o.object_type, o.object_id) IN (
-			SELECT i.source_id, i.tenant, i.object_type, i.object_id FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
+			SELECT i.source_id, i.tenant, i.object_type, i.object_id
+			  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from, false) i
 			 WHERE i.strategy IN ('machine', 'version'))
 	 ORDER BY o.source_id, o.tenant, o.object_type, o.object_id
 	   FOR UPDATE OF o;
 	WITH RECURSIVE ev AS (
-		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.status_value AS st, r.machine,
+		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.status_value AS st, i.machine,
 			   coalesce(i.payload #> '{data,object}', i.payload) AS state,
 			   row_number() OVER (PARTITION BY i.claim_token
 								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
-		  FROM webhook_inbox._round_events(m_ids, m_toks, p_from) i JOIN webhook_inbox.routes r ON r.id = i.route_id
+		  FROM webhook_inbox._round_events(m_ids, m_toks, p_from) i
 		 WHERE i.strategy = 'machine'
-		   AND r.machine IS NOT NULL AND i.status_value IS NOT NULL),
+		   AND i.machine IS NOT NULL AND i.status_value IS NOT NULL),
 	walk AS (
 		SELECT e.*, p.cur AS from_status,
 			   CASE WHEN e.st = p.cur THEN 'duplicate'
@@ -497,15 +512,15 @@ BEGIN
 	 */
 	WITH RECURSIVE ev AS (
 		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.provider_version AS ver,
-			   coalesce(r.tombstone, false) AS del,
-			   CASE WHEN coalesce(r.tombstone, false) THEN NULL ELSE i.status_value END AS st,
-			   CASE WHEN coalesce(r.tombstone, false) THEN NULL ELSE i.payload END AS state,
+			   coalesce(i.tombstone, false) AS del,
+			   CASE WHEN coalesce(i.tombstone, false) THEN NULL ELSE i.status_value END AS st,
+			   CASE WHEN coalesce(i.tombstone, false) THEN NULL ELSE i.payload END AS state,
 			   s.api_base IS NOT NULL AS readable,
 			   row_number() OVER (PARTITION BY i.claim_token
 								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
 		  FROM webhook_inbox._round_events(v_ids, v_toks, p_from) i
 		  JOIN webhook_inbox.sources s ON s.id = i.source_id
-		  LEFT JOIN webhook_inbox.routes r ON r.id = i.route_id
+		 
 		 WHERE i.strategy = 'version'),
 	walk AS (
 		SELECT c.claim_token, c.source_id, c.tenant, c.object_type, c.object_id, 0::bigint AS rn,
@@ -691,6 +706,7 @@ DECLARE
 	t_type text[];
 	t_oid text[];
 	t_tok bigint[];
+	l_tok bigint[];
 	ids bigint[];
 	toks bigint[];
 	r_tok bigint[];
@@ -716,19 +732,25 @@ BEGIN
 					'webhook_inbox/' || c.source_id || '/' || c.tenant || '/' || c.object_type || '/' || c.object_id, 0))
 			 LIMIT p_max) c;
 	/*
-	 * ... then, in a statement whose snapshot follows them (a claim that
-	 * held a lock has committed its lease by now), each object with a
-	 * fresh fencing token (drawn here, once per object: a join could
-	 * evaluate nextval() again), and of them those the fence check lets
-	 * through: with a fresh token, those no claim or sweep holds ...
+	 * ... then a fresh fencing token for each object (drawn once per
+	 * object, here: a join could evaluate nextval() again) ...
 	 */
-	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.tenant), '{}'),
-		   coalesce(array_agg(c.object_type), '{}'), coalesce(array_agg(c.object_id), '{}'),
-		   coalesce(array_agg(c.tok), '{}')
-	  INTO t_sid, t_ten, t_type, t_oid, t_tok
-	  FROM (SELECT c.*, nextval('webhook_inbox.claim_token_seq') AS tok
-			  FROM unnest(l_sid, l_ten, l_type, l_oid) AS c(source_id, tenant, object_type, object_id)) c
-	 WHERE NOT webhook_inbox._fenced(c.source_id, c.tenant, c.object_type, c.object_id, c.tok);
+	l_tok := ARRAY(SELECT nextval('webhook_inbox.claim_token_seq') FROM generate_subscripts(l_sid, 1));
+	/*
+	 * ... and, in a statement whose snapshot follows the locks (a claim
+	 * that held one has committed its lease by now), of them those the
+	 * fence check lets through: those no claim or sweep holds.  One
+	 * statement for all of them, planned for each round on the tables as
+	 * they are (EXECUTE): a plan kept from a round that saw the mirror
+	 * empty would read all of it for every object of the rounds after.
+	 */
+	EXECUTE 'SELECT coalesce(array_agg(f.source_id), ''{}''), coalesce(array_agg(f.tenant), ''{}''),
+					coalesce(array_agg(f.object_type), ''{}''), coalesce(array_agg(f.object_id), ''{}''),
+					coalesce(array_agg(f.token), ''{}'')
+			   FROM webhook_inbox._fences($1, $2, $3, $4, $5) f
+			  WHERE NOT f.fenced'
+	   INTO t_sid, t_ten, t_type, t_oid, t_tok
+	  USING l_sid, l_ten, l_type, l_oid, l_tok;
 	/* ... and their pending events */
 	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
 	  INTO ids, toks
