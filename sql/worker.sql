@@ -244,28 +244,30 @@ LANGUAGE sql STABLE AS $$
 	 * pending).  No SET search_path: the planner inlines it into each
 	 * statement of _work_events() (see sql/search_path.sql).
 	 */
-	SELECT i.id, c.tok, i.source_id, i.tenant, i.object_type, i.object_id, i.strategy, i.route_id, i.status_value,
-		   i.payload, i.provider_version, i.provider_time,
+	SELECT e.id, e.tok, e.source_id, e.tenant, e.object_type, e.object_id, e.strategy, e.route_id, e.status_value,
+		   e.payload, e.provider_version, e.provider_time,
 		   r.machine, r.occurrence_kind, r.amount_path, r.currency_path, r.tombstone
-	  FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_tokens)) AS c(id, tok)
-	 /*
-	  * one probe of the primary key per event, always: as a join, a plan
-	  * made for a round of a thousand events would rather scan the inbox
-	  */
-	 CROSS JOIN LATERAL (SELECT x.* FROM webhook_inbox.inbox x WHERE x.id OPERATOR(pg_catalog.=) c.id OFFSET 0) i
-	 /*
-	  * and the columns of its route the round reads, one probe per event
-	  * too: joined by each statement, the routes were read and hashed
-	  * again for every event (a plan made for the arrays' ten rows), which
-	  * cost a round of a thousand events about 5 ms in each statement;
-	  * p_routes false (a constant where the call is inlined) leaves them
-	  * NULL and probes nothing
-	  */
-	 LEFT JOIN LATERAL (SELECT y.machine, y.occurrence_kind, y.amount_path, y.currency_path, y.tombstone
-						  FROM webhook_inbox.routes y
-						 WHERE p_routes AND y.id OPERATOR(pg_catalog.=) i.route_id OFFSET 0) r ON true
-	 WHERE i.status OPERATOR(pg_catalog.=) p_from
-	   AND (p_from OPERATOR(pg_catalog.=) 'pending' OR i.claim_token OPERATOR(pg_catalog.=) c.tok)
+	  FROM (SELECT i.id, c.tok, i.source_id, i.tenant, i.object_type, i.object_id, i.strategy, i.route_id,
+				   i.status_value, i.payload, i.provider_version, i.provider_time
+			  FROM ROWS FROM (pg_catalog.unnest(p_ids), pg_catalog.unnest(p_tokens)) AS c(id, tok)
+			 /*
+			  * one probe of the primary key per event, always: as a join, a
+			  * plan made for a round of a thousand events would rather scan
+			  * the inbox
+			  */
+			 CROSS JOIN LATERAL (SELECT x.* FROM webhook_inbox.inbox x WHERE x.id OPERATOR(pg_catalog.=) c.id OFFSET 0) i
+			 WHERE i.status OPERATOR(pg_catalog.=) p_from
+			   AND (p_from OPERATOR(pg_catalog.=) 'pending' OR i.claim_token OPERATOR(pg_catalog.=) c.tok)
+			/*
+			 * and the columns of its route the round reads, joined to the
+			 * events as a whole (OFFSET 0): joined inside the probe of each
+			 * event, by each statement, the routes were read and hashed again
+			 * for every event (a plan made for the arrays' ten rows), about
+			 * 5 us an event in each statement.  p_routes false (a constant
+			 * where the call is inlined) leaves them NULL.
+			 */
+			OFFSET 0) e
+	  LEFT JOIN webhook_inbox.routes r ON p_routes AND r.id OPERATOR(pg_catalog.=) e.route_id
 $$;
 COMMENT ON FUNCTION @extschema@._round_events(bigint[], bigint[], text, boolean) IS
 	'The events of a round with their claim''s token: claimed (processing under that token) or taken by the round itself (pending); with p_routes, the columns of its route the round reads (machine, occurrence_kind, amount_path, currency_path, tombstone), NULL without.';
