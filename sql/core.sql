@@ -1299,14 +1299,13 @@ COMMENT ON FUNCTION @extschema@.quarantine(bigint, text, bigint[]) IS
 
 CREATE FUNCTION @extschema@._fences(p_source_id integer[], p_tenant text[], p_object_type text[],
 	p_object_id text[], p_token bigint[])
-RETURNS TABLE (n bigint, source_id integer, tenant text, object_type text, object_id text, token bigint,
-			   fenced boolean)
+RETURNS TABLE (source_id integer, tenant text, object_type text, object_id text, token bigint, fenced boolean)
 LANGUAGE sql STABLE AS $$
 	/*
 	 * The one fence check, for a set of (object, claim token) at once:
 	 * another claim holds the object, or a newer token saved it.  Each pair
-	 * comes back with its ordinal n in the arrays.  The planner inlines it
-	 * into the calling statement (a set-returning SQL function, not strict,
+	 * comes back with its verdict.  The planner inlines it into the
+	 * calling statement (a set-returning SQL function, not strict,
 	 * no SET clause), so a round asks its probes in one plan, where a call
 	 * of _fenced() per object started an executor for each.  A statement
 	 * whose plan is kept (PL/pgSQL's) would keep probes planned on the
@@ -1314,7 +1313,7 @@ LANGUAGE sql STABLE AS $$
 	 * it with EXECUTE, planned for each round.  No SET search_path (see
 	 * sql/search_path.sql): every operator qualified.
 	 */
-	SELECT c.n, c.sid, c.ten, c.typ, c.oid, c.tok, c.tok IS NOT NULL AND (
+	SELECT c.sid, c.ten, c.typ, c.oid, c.tok, c.tok IS NOT NULL AND (
 		EXISTS (SELECT 1 FROM webhook_inbox.object_leases l
 				 WHERE l.source_id OPERATOR(pg_catalog.=) c.sid
 				   AND l.tenant OPERATOR(pg_catalog.=) c.ten
@@ -1329,10 +1328,10 @@ LANGUAGE sql STABLE AS $$
 					  AND o.fence_token OPERATOR(pg_catalog.>) c.tok))
 	  FROM ROWS FROM (pg_catalog.unnest(p_source_id), pg_catalog.unnest(p_tenant), pg_catalog.unnest(p_object_type),
 					  pg_catalog.unnest(p_object_id), pg_catalog.unnest(p_token))
-		   WITH ORDINALITY AS c(sid, ten, typ, oid, tok, n)
+		   AS c(sid, ten, typ, oid, tok)
 $$;
 COMMENT ON FUNCTION @extschema@._fences(integer[], text[], text[], text[], bigint[]) IS
-	'The fence check of many (object, claim token) pairs in one statement, each returned with its ordinal n and fenced: true where a save under that token must be refused (another claim holds the object, or a newer token has saved it). _fenced() is its one-pair form.';
+	'The fence check of many (object, claim token) pairs in one statement, each returned with fenced: true where a save under that token must be refused (another claim holds the object, or a newer token has saved it). _fenced() is its one-pair form.';
 
 CREATE FUNCTION @extschema@._fenced(p_source_id integer, p_tenant text, p_object_type text, p_object_id text,
 	p_token bigint)

@@ -522,7 +522,6 @@ BEGIN
 								  ORDER BY i.provider_version NULLS LAST, i.provider_time NULLS LAST, i.id) AS rn
 		  FROM webhook_inbox._round_events(v_ids, v_toks, p_from) i
 		  JOIN webhook_inbox.sources s ON s.id = i.source_id
-		 
 		 WHERE i.strategy = 'version'),
 	walk AS (
 		SELECT c.claim_token, c.source_id, c.tenant, c.object_type, c.object_id, 0::bigint AS rn,
