@@ -296,6 +296,8 @@ DECLARE
 	v_ids bigint[];				/* version walks */
 	v_toks bigint[];
 	f_toks bigint[];			/* claims with a fetch event */
+	n_obj bigint;				/* their objects, and of them those this round created */
+	n_new bigint;
 	bad record;
 BEGIN
 	/*
@@ -431,23 +433,34 @@ BEGIN
 	/*
 	 * The mirror rows of every machine and version object, created where
 	 * missing and locked in key order (no deadlock between workers), before
-	 * either walk reads them.
+	 * either walk reads them.  A row this round created is this
+	 * transaction's alone until it commits (no other can see it to lock or
+	 * change it), so the lock is taken only when some of the rows were
+	 * there before.
 	 */
-	INSERT INTO webhook_inbox.objects (source_id, tenant, object_type, object_id, status)
-	SELECT DISTINCT ON (i.source_id, i.tenant, i.object_type, i.object_id) i.source_id, i.tenant, i.object_type, i.object_id,
-		   CASE WHEN i.strategy = 'machine' THEN 'unknown' END
-	  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
-	 WHERE (i.strategy = 'version'
-			OR (i.strategy = 'machine' AND i.machine IS NOT NULL AND i.status_value IS NOT NULL))
-	 ORDER BY i.source_id, i.tenant, i.object_type, i.object_id, i.strategy = 'machine' DESC
-	ON CONFLICT DO NOTHING;
-	PERFORM 1 FROM webhook_inbox.objects o
-	 WHERE (o.source_id, o.tenant, o.object_type, o.object_id) IN (
-			SELECT i.source_id, i.tenant, i.object_type, i.object_id
-			  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from, false) i
-			 WHERE i.strategy IN ('machine', 'version'))
-	 ORDER BY o.source_id, o.tenant, o.object_type, o.object_id
-	   FOR UPDATE OF o;
+	WITH c AS MATERIALIZED (
+		SELECT DISTINCT ON (i.source_id, i.tenant, i.object_type, i.object_id) i.source_id, i.tenant, i.object_type,
+			   i.object_id, CASE WHEN i.strategy = 'machine' THEN 'unknown' END AS status
+		  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from) i
+		 WHERE (i.strategy = 'version'
+				OR (i.strategy = 'machine' AND i.machine IS NOT NULL AND i.status_value IS NOT NULL))
+		 ORDER BY i.source_id, i.tenant, i.object_type, i.object_id, i.strategy = 'machine' DESC),
+	ins AS (
+		INSERT INTO webhook_inbox.objects (source_id, tenant, object_type, object_id, status)
+		SELECT c.source_id, c.tenant, c.object_type, c.object_id, c.status
+		  FROM c ORDER BY c.source_id, c.tenant, c.object_type, c.object_id
+		ON CONFLICT DO NOTHING
+		RETURNING 1)
+	SELECT (SELECT count(*) FROM c), (SELECT count(*) FROM ins) INTO n_obj, n_new;
+	IF n_new < n_obj THEN
+		PERFORM 1 FROM webhook_inbox.objects o
+		 WHERE (o.source_id, o.tenant, o.object_type, o.object_id) IN (
+				SELECT i.source_id, i.tenant, i.object_type, i.object_id
+				  FROM webhook_inbox._round_events(m_ids || v_ids, m_toks || v_toks, p_from, false) i
+				 WHERE i.strategy IN ('machine', 'version'))
+		 ORDER BY o.source_id, o.tenant, o.object_type, o.object_id
+		   FOR UPDATE OF o;
+	END IF;
 	WITH RECURSIVE ev AS (
 		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_type, i.object_id, i.status_value AS st, i.machine,
 			   coalesce(i.payload #> '{data,object}', i.payload) AS state,
