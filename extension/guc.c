@@ -17,7 +17,7 @@ char	   *wi_database = NULL;
 bool		wi_enabled = true;
 int			wi_fetch_concurrency = 16;
 int			wi_batch_size = 100;
-int			wi_local_batch_size = 500;
+int			wi_local_batch_size = 1000;
 int			wi_lease_ms = 30000;
 int			wi_http_timeout_ms = 10000;
 int			wi_max_attempts = 8;
@@ -67,7 +67,7 @@ wi_guc_init(bool preloading)
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.local_batch_size",
 							"Maximum objects the worker's fast path takes at once (events that need no provider request).",
-							NULL, &wi_local_batch_size, 500, 1, 10000,
+							NULL, &wi_local_batch_size, 1000, 1, 10000,
 							PGC_SIGHUP, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("webhook_inbox.lease",
 							"How long a claim is exclusive before another worker may take the object over.",

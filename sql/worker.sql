@@ -621,8 +621,10 @@ BEGIN
 	 * A replayed event (requeued or reclassified) that the stored present
 	 * contradicts, stale or backward, is set aside for a person as
 	 * replay_contradicted rather than dropped: a replay never decides anew.
+	 * Only an ignored event can be one, so a round that ignored none skips
+	 * the check.
 	 */
-	IF cardinality(d_id) > 0 THEN
+	IF 'ignored' = ANY (d_status) THEN
 		SELECT array_agg(CASE WHEN x.contradicted THEN 'quarantined' ELSE d.st END ORDER BY d.n),
 			   array_agg(CASE WHEN x.contradicted THEN 'replay_contradicted: ' || d.re ELSE d.re END ORDER BY d.n)
 		  INTO d_status, d_reason

@@ -31,7 +31,7 @@ my ($ret, $out, $err) = $node->psql('postgres', "SET webhook_inbox.max_attempts 
 isnt($ret, 0, 'out-of-range GUC refused');
 like($err, qr/0 is outside the valid range for parameter "webhook_inbox.max_attempts"/,
 	'clear GUC range error');
-is($node->safe_psql('postgres', "SHOW webhook_inbox.local_batch_size"), '500', 'local_batch_size default');
+is($node->safe_psql('postgres', "SHOW webhook_inbox.local_batch_size"), '1000', 'local_batch_size default');
 ($ret, $out, $err) = $node->psql('postgres', "ALTER SYSTEM SET webhook_inbox.local_batch_size = 10001");
 like($err, qr/10001 is outside the valid range for parameter "webhook_inbox.local_batch_size" \(1 \.\. 10000\)/,
 	'local_batch_size: out of range refused with its bounds');
