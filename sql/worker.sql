@@ -272,7 +272,8 @@ $$;
 COMMENT ON FUNCTION @extschema@._round_events(bigint[], bigint[], text, boolean) IS
 	'The events of a round with their claim''s token: claimed (processing under that token) or taken by the round itself (pending); with p_routes, the columns of its route the round reads (machine, occurrence_kind, amount_path, currency_path, tombstone), NULL without.';
 
-CREATE FUNCTION @extschema@._work_events(p_ids bigint[], p_tokens bigint[], p_from text)
+CREATE FUNCTION @extschema@._work_events(p_ids bigint[], p_tokens bigint[], p_from text,
+	p_occurrences boolean DEFAULT false)
 RETURNS TABLE (token bigint, outcome text, events integer)
 LANGUAGE plpgsql
 AS $$
@@ -303,8 +304,20 @@ BEGIN
 	/*
 	 * Each statement below reads only the events it decides: one pass
 	 * sorts them, so a round of occurrences reads each event twice (here
-	 * and in its insert), not once per statement.
+	 * and in its insert), not once per statement.  A caller that read the
+	 * strategy of every event, all of them occurrence (p_occurrences),
+	 * leaves out this pass: such events are all decided by the
+	 * occurrences' statement, and that statement reads only those still
+	 * as the round took them.
 	 */
+	IF p_occurrences THEN
+		o_ids := p_ids;
+		o_toks := p_tokens;
+		a_ids := '{}';
+		m_ids := '{}';
+		v_ids := '{}';
+		f_toks := '{}';
+	ELSE
 	SELECT coalesce(array_agg(i.id) FILTER (WHERE k.a), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.a), '{}'),
 		   coalesce(array_agg(i.id) FILTER (WHERE k.o), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.o), '{}'),
 		   coalesce(array_agg(i.id) FILTER (WHERE k.m), '{}'), coalesce(array_agg(i.claim_token) FILTER (WHERE k.m), '{}'),
@@ -320,6 +333,7 @@ BEGIN
 					OR (i.occurrence_kind IS NOT NULL AND i.strategy NOT IN ('ignore', 'unordered')) AS o) k0
 	 CROSS JOIN LATERAL (SELECT k0.m, k0.v, k0.o,
 								NOT (k0.m OR k0.v OR i.strategy IN ('occurrence', 'fetch')) AS a) k;
+	END IF;
 	x_token := x_token || f_toks;
 	x_outcome := x_outcome || array_fill('need_fetch'::text, ARRAY[cardinality(f_toks)]);
 
@@ -657,8 +671,8 @@ BEGIN
 	 GROUP BY 1, 2;
 END
 $$;
-COMMENT ON FUNCTION @extschema@._work_events(bigint[], bigint[], text) IS
-	'The local work of a round''s events (version, machine, occurrence, unordered, ignore), set-based: occurrences, machine walks, version walks with their transitions, and the finishing of every decided event are one statement each for the whole round. p_ids and p_tokens pair each event with its object''s claim token; p_from says whether they were claimed (processing) or taken by the round (pending). Returns (claim token, outcome, events) rows, outcome names as in extension/outcome.c; need_fetch marks a claim only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
+COMMENT ON FUNCTION @extschema@._work_events(bigint[], bigint[], text, boolean) IS
+	'The local work of a round''s events (version, machine, occurrence, unordered, ignore), set-based: occurrences, machine walks, version walks with their transitions, and the finishing of every decided event are one statement each for the whole round. p_ids and p_tokens pair each event with its object''s claim token; p_from says whether they were claimed (processing) or taken by the round (pending); p_occurrences, that the caller read every event''s strategy and all are occurrence (their sorting by strategy is left out). Returns (claim token, outcome, events) rows, outcome names as in extension/outcome.c; need_fetch marks a claim only a fetch can decide (fetch strategy, or a tie on a source with a read API).';
 
 CREATE FUNCTION @extschema@._work_round(p_tokens bigint[])
 RETURNS TABLE (token bigint, outcome text, events integer)
@@ -725,6 +739,7 @@ DECLARE
 	l_tok bigint[];
 	ids bigint[];
 	toks bigint[];
+	occ boolean;				/* every event taken is an occurrence event */
 	r_tok bigint[];
 	r_out text[];
 	r_n integer[];
@@ -768,11 +783,12 @@ BEGIN
 	   INTO t_sid, t_ten, t_type, t_oid, t_tok
 	  USING l_sid, l_ten, l_type, l_oid, l_tok;
 	/* ... and their pending events */
-	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}')
-	  INTO ids, toks
+	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}'),
+		   coalesce(bool_and(e.strategy = 'occurrence'), false)
+	  INTO ids, toks, occ
 	  FROM unnest(t_sid, t_ten, t_type, t_oid, t_tok) AS o(source_id, tenant, object_type, object_id, tok)
 	 CROSS JOIN LATERAL (
-			SELECT i.id FROM webhook_inbox.inbox i
+			SELECT i.id, i.strategy FROM webhook_inbox.inbox i
 			 WHERE i.source_id = o.source_id AND i.tenant = o.tenant AND i.object_type = o.object_type AND i.object_id = o.object_id
 			   AND i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending'
 			   AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore')
@@ -781,7 +797,7 @@ BEGIN
 	SELECT coalesce(array_agg(w.token), '{}'), coalesce(array_agg(w.outcome), '{}'),
 		   coalesce(array_agg(w.events), '{}')
 	  INTO r_tok, r_out, r_n
-	  FROM webhook_inbox._work_events(ids, toks, 'pending') w;
+	  FROM webhook_inbox._work_events(ids, toks, 'pending', occ) w;
 	/*
 	 * A tie on a source with a read API: only the present decides it, and
 	 * a fetch needs a claim.  The object's undecided events go to claim()
