@@ -7,8 +7,8 @@
 #	(every record's timestamps move 100 days back: older than every default
 #	age) and prune() runs with its defaults.  The rows of every table of
 #	the schema are counted after each round: a table whose count after the
-#	last round exceeds what the rounds before it reached (plus one round's
-#	worth of new rows) grows without bound.  The counts are printed: they
+#	last two rounds exceeds what the rounds before them reached (plus half
+#	a round's new rows) grows without bound.  The counts are printed: they
 #	are what docs/operations.md ("Retention") quotes.
 
 use strict;
@@ -107,8 +107,12 @@ cmp_ok($node->safe_psql('postgres', 'SELECT count(*) FROM webhook_inbox.objects'
 # bounded: the tables that follow the mirror by the provider's objects
 # (the mirror learns them as their events come: one row per object, its
 # newest transition, a kept sweep run's repairs of them); every other one
-# ends the last round no higher than the highest of the rounds before it
-# (after the first, the warm-up) plus half a round's new rows
+# ends the last two rounds, the lower of them, no higher than the highest
+# of rounds 2 and 3 (after the first, the warm-up) plus half a round's new
+# rows.  The lower of two: a full sweep that fed a hundred or two missed
+# events just before a prune() leaves them open, kept, in that round's
+# count (inbox 27, 6, 9, then 222 once), a burst and not growth; a table
+# that grows keeps what it grew in both rounds.
 my $n_objects = 300;
 my %per_object = (objects => 1, object_leases => 1, transitions => 3, repairs => 4);
 for my $t (sort keys %per_object)
@@ -118,8 +122,8 @@ for my $t (sort keys %per_object)
 }
 for my $t (grep { !$per_object{$_} } @tables)
 {
-	my ($max) = sort { $b <=> $a } map { $after[$_]{$t} } 1 .. $rounds - 2;
-	my $last = $after[-1]{$t};
+	my ($max) = sort { $b <=> $a } map { $after[$_]{$t} } 1 .. $rounds - 3;
+	my ($last) = sort { $a <=> $b } map { $after[$_]{$t} } $rounds - 2 .. $rounds - 1;
 	cmp_ok($last, '<=', $max + $per_round / 2,
 		"$t is bounded: " . join(' → ', map { $_->{$t} } @after));
 }
