@@ -124,8 +124,8 @@ for my $t (sort keys %per_object)
 for my $t (grep { !$per_object{$_} } @tables)
 {
 	my ($max) = sort { $b <=> $a } map { $after[$_]{$t} } 1 .. $rounds - 3;
-	my ($last) = sort { $a <=> $b } map { $after[$_]{$t} } $rounds - 2 .. $rounds - 1;
-	cmp_ok($last, '<=', $max + $per_round / 2,
+	my ($lower) = sort { $a <=> $b } map { $after[$_]{$t} } $rounds - 2 .. $rounds - 1;
+	cmp_ok($lower, '<=', $max + $per_round / 2,
 		"$t is bounded: " . join(' → ', map { $_->{$t} } @after));
 }
 # the objects' transitions: at most a few per object (the newest is always kept)
