@@ -139,6 +139,25 @@ scalar_text(Found f, JsonbValue *v)
 	}
 }
 
+/*
+ * _path_text(payload, path): _scalar_text(jsonb_path_query_first(payload,
+ * path)) in one call.  The worker's statements read an occurrence's amount
+ * and currency, and a fetched or listed object's status, with it: in SQL,
+ * _scalar_text() is inlined and evaluates its argument twice, each time
+ * through the jsonpath executor, where a path of keys needs one walk.
+ */
+PG_FUNCTION_INFO_V1(wi_path_text);
+Datum
+wi_path_text(PG_FUNCTION_ARGS)
+{
+	JsonbValue	v;
+	char	   *s = scalar_text(path_first(PG_GETARG_JSONB_P(0), PG_GETARG_DATUM(1), &v), &v);
+
+	if (s == NULL)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(s));
+}
+
 /* '^-?[0-9]+(\.[0-9]+)?$' (decimal true) or '^[0-9]+$' */
 static bool
 all_digits(const char *s, bool decimal)

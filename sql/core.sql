@@ -880,6 +880,12 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 COMMENT ON FUNCTION @extschema@._scalar_text(jsonb) IS 'Text of a JSON scalar; NULL for null, objects and arrays.';
 
+CREATE FUNCTION @extschema@._path_text(p_payload jsonb, p_path jsonpath) RETURNS text
+AS 'MODULE_PATHNAME', 'wi_path_text'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._path_text(jsonb, jsonpath) IS
+	'_scalar_text(jsonb_path_query_first(p_payload, p_path)) in one call: a lax path of keys is walked through the objects directly, any other path (or one that meets an array) goes to the jsonpath executor, with the same values and errors.';
+
 CREATE FUNCTION @extschema@._version_of(v jsonb) RETURNS numeric
 LANGUAGE sql STABLE PARALLEL SAFE AS $$
 	/* numbers as they are; numeric strings; ISO timestamps as epoch seconds */

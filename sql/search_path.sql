@@ -19,7 +19,11 @@
 --     fence check of every claim of a round, and _classify, run once per
 --     event by reclassify() and requeue_where() (a per-call SET there
 --     measured about 30 % of the one-delivery intake's throughput, when
---     intake still called it).
+--     intake still called it);
+--   * _path_text, in C, called twice for every occurrence a round records
+--     (a SET clause there took more time than the path itself), which
+--     resolves no name: its code calls the jsonpath executor and numeric's
+--     output function directly.
 -- Those are called only from pinned functions or the worker (whose session
 -- pins the same path), and their bodies qualify every function, operator
 -- and type with pg_catalog, so they resolve the same even when a superuser
@@ -40,7 +44,7 @@ BEGIN
 		   AND NOT (p.proname OPERATOR(pg_catalog.=) ANY (ARRAY['_pattern_like', '_scalar_text', '_version_of',
 															'_time_of', '_classify', '_classify_batch', '_route_of',
 															'_fences', '_fenced', '_round_events', '_version_rule',
-															'_tombstone_holds']::pg_catalog.name[]))
+															'_tombstone_holds', '_path_text']::pg_catalog.name[]))
 	LOOP
 		EXECUTE pg_catalog.format('ALTER FUNCTION %s SET search_path = pg_catalog, pg_temp', f);
 	END LOOP;

@@ -371,10 +371,8 @@ BEGIN
 		SELECT i.id, i.claim_token, i.source_id, i.tenant, i.object_id, i.strategy = 'occurrence' AS decide,
 			   CASE WHEN i.strategy = 'occurrence' THEN i.object_type ELSE i.occurrence_kind END AS kind,
 			   coalesce(i.payload #> '{data,object}', i.payload) AS obj,
-			   CASE WHEN i.amount_path IS NOT NULL THEN webhook_inbox._scalar_text(
-					jsonb_path_query_first(i.payload, i.amount_path))::numeric::bigint END AS amt,
-			   CASE WHEN i.currency_path IS NOT NULL THEN webhook_inbox._scalar_text(
-					jsonb_path_query_first(i.payload, i.currency_path)) END AS cur,
+			   webhook_inbox._path_text(i.payload, i.amount_path)::numeric::bigint AS amt,
+			   webhook_inbox._path_text(i.payload, i.currency_path) AS cur,
 			   i.provider_version, i.provider_time
 		  FROM webhook_inbox._round_events(o_ids, o_toks, p_from) i
 		 WHERE (i.strategy = 'occurrence'
@@ -906,7 +904,7 @@ BEGIN
 	RETURN QUERY
 	WITH a AS (
 		SELECT x.n, x.tok, l.source_id, l.tenant, l.object_type, l.object_id, q.del, q.stated, x.cause,
-			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._scalar_text(jsonb_path_query_first(x.obj, x.sp)) END AS st,
+			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._path_text(x.obj, x.sp) END AS st,
 			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._version_of(jsonb_path_query_first(x.obj, x.vp)) END AS ver,
 			   CASE WHEN q.del THEN NULL ELSE x.obj END AS state
 		  FROM unnest(p_tokens, p_objects, p_deleted, p_status_paths, p_version_paths, p_causes)
@@ -1684,7 +1682,7 @@ BEGIN
 		SELECT webhook_inbox._scalar_text(it -> 'id') AS id, it AS item,
 			   coalesce(it ->> 'deleted', 'false') = 'true' AS deleted,
 			   CASE WHEN p_status_path IS NOT NULL
-					THEN webhook_inbox._scalar_text(jsonb_path_query_first(it, p_status_path)) END AS st,
+					THEN webhook_inbox._path_text(it, p_status_path) END AS st,
 			   CASE WHEN p_version_path IS NOT NULL
 					THEN webhook_inbox._version_of(jsonb_path_query_first(it, p_version_path)) END AS ver
 		  FROM jsonb_path_query(doc, p_items_path) it

@@ -89,3 +89,43 @@ SELECT event_id, status, object_id, provider_version, reason FROM webhook_inbox.
 SELECT webhook_inbox._version_of('"not a time"');
 SELECT webhook_inbox._time_of('1e300');
 SELECT jsonb_path_query_first('{"n": "b3", "kind": "k"}', 'strict $.v');
+
+-- _path_text(), the worker's reading of an occurrence's amount and currency
+-- and of a fetched object's status, is _scalar_text(jsonb_path_query_first())
+-- in one call: every case's body read by every path of the routes above and
+-- a few more, the same value or the same error (none differs)
+CREATE FUNCTION rp_try(f text, b jsonb, p jsonpath) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	r text;
+BEGIN
+	IF f = 'c' THEN
+		r := webhook_inbox._path_text(b, p);
+	ELSE
+		r := webhook_inbox._scalar_text(jsonb_path_query_first(b, p));
+	END IF;
+	RETURN coalesce('value ' || r, 'null');
+EXCEPTION WHEN OTHERS THEN
+	RETURN 'error ' || SQLERRM;
+END
+$$;
+CREATE TEMP TABLE rp_paths AS
+SELECT t::jsonpath AS p FROM (
+	SELECT p::text FROM rp_routes,
+		   LATERAL (VALUES (object_type_path), (object_id_path), (version_path), (time_path), (status_path)) v(p)
+	 WHERE p IS NOT NULL
+	UNION
+	SELECT unnest(ARRAY['$.a', '$.a.v.x', '$.items[0].id', 'strict $.a.v', '$.n.none', '$.a.kind', '$."n"',
+						'$.items.kind.k', '$ ? (@.n > 5).n'])) x(t);
+SELECT count(*) AS pairs,
+	   count(*) FILTER (WHERE rp_try('c', c.body::jsonb, p.p) LIKE 'value %') AS values,
+	   count(*) FILTER (WHERE rp_try('c', c.body::jsonb, p.p) LIKE 'error %') AS errors,
+	   count(*) FILTER (WHERE rp_try('c', c.body::jsonb, p.p) IS DISTINCT FROM rp_try('sql', c.body::jsonb, p.p))
+		   AS differ
+  FROM rp_cases c, rp_paths p;
+-- a lax path of keys, walked without the executor, and one the executor decides
+SELECT webhook_inbox._path_text('{"data": {"object": {"amount": 1250, "currency": "eur"}}}', '$.data.object.amount') AS amount,
+	   webhook_inbox._path_text('{"data": {"object": {"amount": 1250, "currency": "eur"}}}', '$.data.object.currency') AS currency,
+	   webhook_inbox._path_text('{"data": [{"object": {"amount": 7}}]}', '$.data.object.amount') AS unwrapped,
+	   webhook_inbox._path_text('{"data": {"object": {"amount": 1250}}}', '$.data.object') AS object,
+	   webhook_inbox._path_text('{"data": {"object": {"amount": 1250}}}', NULL) AS no_path;
+SELECT webhook_inbox._path_text('{"n": "b3", "kind": "k"}', 'strict $.v');
