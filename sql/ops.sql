@@ -769,20 +769,27 @@ CREATE TRIGGER effects_notify_update AFTER UPDATE ON @extschema@.effects
 -- Typed views of the mirror, for applications
 ---------------------------------------------------------------------------
 
-/* A JSON number as a timestamp of Unix seconds (Stripe), else NULL: a view never fails on odd data. */
+/*
+ * A JSON number as a timestamp of Unix seconds (Stripe), else NULL: a view
+ * never fails on odd data.  This and _number() are inlined into the views'
+ * statements (no SET search_path, see sql/search_path.sql): every name in
+ * them is qualified, so they resolve the same from any caller's path.
+ */
 CREATE FUNCTION @extschema@._unix_time(v jsonb) RETURNS timestamptz
 LANGUAGE sql IMMUTABLE AS $$
 	SELECT CASE WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number'
-				THEN pg_catalog.to_timestamp((v #>> '{}')::double precision) END
+				THEN pg_catalog.to_timestamp((v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.float8) END
 $$;
 COMMENT ON FUNCTION @extschema@._unix_time(jsonb) IS 'A JSON number of Unix seconds as timestamptz, else NULL.';
 
 /* A JSON number or numeric string as numeric, else NULL. */
 CREATE FUNCTION @extschema@._number(v jsonb) RETURNS numeric
 LANGUAGE sql IMMUTABLE AS $$
-	SELECT CASE WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number' THEN (v #>> '{}')::numeric
+	SELECT CASE WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'number'
+				THEN (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.numeric
 				WHEN pg_catalog.jsonb_typeof(v) OPERATOR(pg_catalog.=) 'string'
-					 AND (v #>> '{}') OPERATOR(pg_catalog.~) '^-?[0-9]+(\.[0-9]+)?$' THEN (v #>> '{}')::numeric END
+					 AND (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[]) OPERATOR(pg_catalog.~) '^-?[0-9]+(\.[0-9]+)?$'
+				THEN (v OPERATOR(pg_catalog.#>>) '{}'::pg_catalog.text[])::pg_catalog.numeric END
 $$;
 COMMENT ON FUNCTION @extschema@._number(jsonb) IS 'A JSON number or decimal string as numeric, else NULL.';
 

@@ -129,6 +129,16 @@ SELECT count(*) >= 0 AS pruned FROM (SELECT webhook_inbox.prune('1000 days')) x;
 CALL webhook_inbox.prune_in_batches('1000 days', '999 days', 2);
 SELECT count(*) >= 0 AS health FROM webhook_inbox.inbox_health;
 SELECT count(*) >= 0 AS stats FROM webhook_inbox.worker_stats();
+-- the application views, whose helpers (_number, _unix_time) are inlined
+-- into the reader's statement: planted #>>, jsonb_typeof and to_timestamp
+-- stay uncalled
+SELECT webhook_inbox.upsert_object('sp_stripe', 'invoice', 'in_sp', 1, 'paid',
+	'{"amount_due": 1200, "amount_paid": "1200", "currency": "eur"}');
+SELECT webhook_inbox.upsert_object('sp_stripe', 'subscription', 'sub_sp2', 1, 'active',
+	'{"current_period_end": 1700000000, "canceled_at": "never"}');
+SELECT id, amount_due, amount_paid, currency FROM webhook_inbox.stripe_invoices WHERE id OPERATOR(pg_catalog.=) 'in_sp';
+SELECT id, current_period_end AT TIME ZONE 'UTC' AS current_period_end, canceled_at
+  FROM webhook_inbox.stripe_subscriptions WHERE id OPERATOR(pg_catalog.=) 'sub_sp2';
 
 -- nothing planted was called
 RESET search_path;
