@@ -26,14 +26,15 @@
 --     output function directly;
 --   * _number and _unix_time, which the application views (stripe_invoices
 --     and the others) call for every row: inlined, a view read 200,000
---     invoices in about a sixth of the time it took with the SET clause.  Called
---     by any role the views are granted to, from any path: their bodies
---     qualify every name, as the helpers' above do.
+--     invoices in about a sixth of the time it took with the SET clause.
+--     Called by any role the views are granted to, from any path: their
+--     bodies qualify every name, as the helpers' above do.
 -- The others are called only from pinned functions or the worker (whose
 -- session pins the same path).  All of their bodies qualify every
 -- function, operator and type with pg_catalog, so they resolve the same
--- even when a superuser calls them directly with a hostile path.  regress/sql/09_search_path.sql
--- lists every unpinned function: a new one fails that test.
+-- even when a superuser calls them directly with a hostile path.
+-- regress/sql/09_search_path.sql lists every unpinned function: a new one
+-- fails that test.
 ---------------------------------------------------------------------------
 
 DO $$
