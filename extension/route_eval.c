@@ -242,6 +242,27 @@ time_of(Found f, JsonbValue *v, bool *isnull)
 }
 
 /*
+ * _path_version(payload, path): _version_of(jsonb_path_query_first(payload,
+ * path)) in one call, for the same reason as _path_text(): in SQL,
+ * _version_of() is inlined and evaluates its argument up to seven times.
+ * The save of fetched and listed objects and the order of a fetch's events
+ * read versions with it.
+ */
+PG_FUNCTION_INFO_V1(wi_path_version);
+Datum
+wi_path_version(PG_FUNCTION_ARGS)
+{
+	JsonbValue	v;
+	bool		isnull;
+	Datum		d = version_of(path_first(PG_GETARG_JSONB_P(0), PG_GETARG_DATUM(1), &v), &v, &isnull);
+
+	if (isnull)
+		PG_RETURN_NULL();
+	/* a number found in the payload points into it: the result is a copy */
+	PG_RETURN_NUMERIC(DatumGetNumericCopy(d));
+}
+
+/*
  * wi_route_apply
  *		What route reads from payload, as _classify() reads it: every
  *		path first, then type, id, version, time and status.

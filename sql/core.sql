@@ -902,6 +902,12 @@ $$;
 COMMENT ON FUNCTION @extschema@._version_of(jsonb) IS
 	'A provider version as a number: numbers, numeric strings, or timestamps as epoch seconds.';
 
+CREATE FUNCTION @extschema@._path_version(p_payload jsonb, p_path jsonpath) RETURNS numeric
+AS 'MODULE_PATHNAME', 'wi_path_version'
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION @extschema@._path_version(jsonb, jsonpath) IS
+	'_version_of(jsonb_path_query_first(p_payload, p_path)) in one call, walked as _path_text() walks its path, with the same values and errors.';
+
 /*
  * The version rule, written once: whether an incoming version of an object
  * wins over the stored one.  upsert_object() (guard.c) asks it through SPI;

@@ -905,7 +905,7 @@ BEGIN
 	WITH a AS (
 		SELECT x.n, x.tok, l.source_id, l.tenant, l.object_type, l.object_id, q.del, q.stated, x.cause,
 			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._path_text(x.obj, x.sp) END AS st,
-			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._version_of(jsonb_path_query_first(x.obj, x.vp)) END AS ver,
+			   CASE WHEN q.del THEN NULL ELSE webhook_inbox._path_version(x.obj, x.vp) END AS ver,
 			   CASE WHEN q.del THEN NULL ELSE x.obj END AS state
 		  FROM unnest(p_tokens, p_objects, p_deleted, p_status_paths, p_version_paths, p_causes)
 			   WITH ORDINALITY AS x(tok, obj, del, sp, vp, cause, n)
@@ -1093,7 +1093,7 @@ BEGIN
 			SELECT i.payload FROM webhook_inbox.inbox i
 			 WHERE x.h IN (404, 410) AND i.claim_token = x.tok AND i.status = 'processing'
 			   AND jsonb_typeof(i.payload) = 'object'
-			 ORDER BY webhook_inbox._version_of(jsonb_path_query_first(i.payload, coalesce(x.vp, '$.none')))
+			 ORDER BY webhook_inbox._path_version(i.payload, coalesce(x.vp, '$.none'))
 					  DESC NULLS LAST, i.id DESC
 			 LIMIT 1) pl ON true),
 	c AS (
@@ -1681,10 +1681,8 @@ BEGIN
 	WITH items AS (
 		SELECT webhook_inbox._scalar_text(it -> 'id') AS id, it AS item,
 			   coalesce(it ->> 'deleted', 'false') = 'true' AS deleted,
-			   CASE WHEN p_status_path IS NOT NULL
-					THEN webhook_inbox._path_text(it, p_status_path) END AS st,
-			   CASE WHEN p_version_path IS NOT NULL
-					THEN webhook_inbox._version_of(jsonb_path_query_first(it, p_version_path)) END AS ver
+			   webhook_inbox._path_text(it, p_status_path) AS st,
+			   webhook_inbox._path_version(it, p_version_path) AS ver
 		  FROM jsonb_path_query(doc, p_items_path) it
 		 WHERE jsonb_typeof(it) = 'object')
 	SELECT x.id, x.item, x.deleted, more, last, unhid

@@ -98,11 +98,12 @@ CREATE FUNCTION rp_try(f text, b jsonb, p jsonpath) RETURNS text LANGUAGE plpgsq
 DECLARE
 	r text;
 BEGIN
-	IF f = 'c' THEN
-		r := webhook_inbox._path_text(b, p);
-	ELSE
-		r := webhook_inbox._scalar_text(jsonb_path_query_first(b, p));
-	END IF;
+	CASE f
+		WHEN 'c' THEN r := webhook_inbox._path_text(b, p);
+		WHEN 'sql' THEN r := webhook_inbox._scalar_text(jsonb_path_query_first(b, p));
+		WHEN 'cv' THEN r := webhook_inbox._path_version(b, p);
+		WHEN 'sqlv' THEN r := webhook_inbox._version_of(jsonb_path_query_first(b, p));
+	END CASE;
 	RETURN coalesce('value ' || r, 'null');
 EXCEPTION WHEN OTHERS THEN
 	RETURN 'error ' || SQLERRM;
@@ -116,12 +117,15 @@ SELECT t::jsonpath AS p FROM (
 	UNION
 	SELECT unnest(ARRAY['$.a', '$.a.v.x', '$.items[0].id', 'strict $.a.v', '$.n.none', '$.a.kind', '$."n"',
 						'$.items.kind.k', '$ ? (@.n > 5).n'])) x(t);
-SELECT count(*) AS pairs,
-	   count(*) FILTER (WHERE rp_try('c', c.body::jsonb, p.p) LIKE 'value %') AS values,
-	   count(*) FILTER (WHERE rp_try('c', c.body::jsonb, p.p) LIKE 'error %') AS errors,
-	   count(*) FILTER (WHERE rp_try('c', c.body::jsonb, p.p) IS DISTINCT FROM rp_try('sql', c.body::jsonb, p.p))
-		   AS differ
-  FROM rp_cases c, rp_paths p;
+-- rp_compare(C, SQL): every case's body by every path, read both ways
+CREATE FUNCTION rp_compare(cf text, sf text, OUT pairs bigint, OUT "values" bigint, OUT errors bigint,
+	OUT differ bigint) LANGUAGE sql AS $$
+	SELECT count(*), count(*) FILTER (WHERE c LIKE 'value %'), count(*) FILTER (WHERE c LIKE 'error %'),
+		   count(*) FILTER (WHERE c IS DISTINCT FROM s)
+	  FROM (SELECT rp_try(cf, c.body::jsonb, p.p) AS c, rp_try(sf, c.body::jsonb, p.p) AS s
+			  FROM rp_cases c, rp_paths p) x
+$$;
+SELECT * FROM rp_compare('c', 'sql');
 -- a lax path of keys, walked without the executor, and one the executor decides
 SELECT webhook_inbox._path_text('{"data": {"object": {"amount": 1250, "currency": "eur"}}}', '$.data.object.amount') AS amount,
 	   webhook_inbox._path_text('{"data": {"object": {"amount": 1250, "currency": "eur"}}}', '$.data.object.currency') AS currency,
@@ -129,3 +133,20 @@ SELECT webhook_inbox._path_text('{"data": {"object": {"amount": 1250, "currency"
 	   webhook_inbox._path_text('{"data": {"object": {"amount": 1250}}}', '$.data.object') AS object,
 	   webhook_inbox._path_text('{"data": {"object": {"amount": 1250}}}', NULL) AS no_path;
 SELECT webhook_inbox._path_text('{"n": "b3", "kind": "k"}', 'strict $.v');
+
+-- _path_version(), the reading of a fetched or listed object's version, is
+-- _version_of(jsonb_path_query_first()) in one call, over the same pairs
+-- and the bodies whose versions raise
+INSERT INTO rp_cases VALUES
+	(25, 'keys', '{"n": "b1", "a": {"v": "not a time"}}'),
+	(26, 'keys', '{"n": 26, "a": {"v": "2026-01-01 10:00:05+05:30"}, "t": true}'),
+	(27, 'keys', '{"n": 27, "a": {"v": "-12"}, "t": "-3"}');
+SELECT * FROM rp_compare('cv', 'sqlv');
+SELECT webhook_inbox._path_version('{"data": {"object": {"updated": 1700000000}}}', '$.data.object.updated') AS number,
+	   webhook_inbox._path_version('{"v": "12.50"}', '$.v') AS numeric_string,
+	   webhook_inbox._path_version('{"v": "2026-01-01T10:00:05Z"}', '$.v') AS timestamp,
+	   webhook_inbox._path_version('{"v": [{"x": 3}]}', '$.v.x') AS unwrapped,
+	   webhook_inbox._path_version('{"v": {"x": 3}}', '$.v') AS object,
+	   webhook_inbox._path_version('{"v": true}', '$.v') AS boolean,
+	   webhook_inbox._path_version('{"v": 1}', NULL) AS no_path;
+SELECT webhook_inbox._path_version('{"a": {"v": "not a time"}}', '$.a.v');
