@@ -1093,7 +1093,7 @@ BEGIN
 			SELECT i.payload FROM webhook_inbox.inbox i
 			 WHERE x.h IN (404, 410) AND i.claim_token = x.tok AND i.status = 'processing'
 			   AND jsonb_typeof(i.payload) = 'object'
-			 ORDER BY webhook_inbox._path_version(i.payload, coalesce(x.vp, '$.none'))
+			 ORDER BY webhook_inbox._path_version(i.payload, x.vp)
 					  DESC NULLS LAST, i.id DESC
 			 LIMIT 1) pl ON true),
 	c AS (
