@@ -965,7 +965,10 @@ SELECT pg_catalog.pg_extension_config_dump('@extschema@.installation', '');
  * that is not this database's (the newest such), or none recorded.
  */
 CREATE FUNCTION @extschema@._outbound_paused() RETURNS text
-LANGUAGE sql STABLE SECURITY DEFINER AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER AS $$
+DECLARE
+	v_why text;
+BEGIN
 	/*
 	 * Signs of a copy, the first that holds.  A pg_restore connected to
 	 * this database, or this database's CREATE EXTENSION run in a restore
@@ -980,7 +983,9 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $$
 	 * still to come).  None recorded at all (the rows deleted) is no
 	 * evidence of a copy.  SECURITY DEFINER: the reader may see why
 	 * (outbound_status) without reading the table, the control file or
-	 * other sessions.
+	 * other sessions.  PL/pgSQL, so that a session plans the statement
+	 * once: the background worker asks at every cycle, and a SQL function
+	 * that is not inlined is planned at every call before PostgreSQL 18.
 	 */
 	WITH here AS (
 		SELECT c.system_identifier, d.oid AS database_oid, d.datname AS database_name
@@ -1020,7 +1025,10 @@ LANGUAGE sql STABLE SECURITY DEFINER AS $$
 		  WHERE (i.system_identifier, i.database_oid) = (h.system_identifier, h.database_oid)
 			AND i.note = 'CREATE EXTENSION' AND e.received_at < i.recorded_at
 			AND NOT EXISTS (SELECT 1 FROM webhook_inbox.installation j WHERE j.note <> 'CREATE EXTENSION')))
-	  FROM here h
+	  INTO v_why
+	  FROM here h;
+	RETURN v_why;
+END
 $$;
 COMMENT ON FUNCTION @extschema@._outbound_paused() IS
 	'Why outbound work (fetches, sweeps, effects) is paused, or NULL: a pg_restore connected to this database, its CREATE EXTENSION run in a restore session, an identity recorded in installation that is not this database''s, or a source or an event older than this database''s own CREATE EXTENSION (a restored copy, or one being restored).';
