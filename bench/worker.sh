@@ -236,31 +236,33 @@ for strategy in occurrence machine version fetch; do
 		drain_worker "$src" >/dev/null
 	fi
 	per=""
-	if [ "$strategy" = fetch ]; then
-		# The same-run reference of the set-based save: the same drain with
-		# every answer saved by a _save_fetched() call of its own (a
-		# diagnostic setting), each drain on an empty mirror of its objects.
-		q -c "ALTER SYSTEM SET webhook_inbox.debug_save_per_answer = on" -c "SELECT pg_reload_conf()" >/dev/null
-		load "$strategy" "$src" "$n"
-		per=$(drain_worker "$src")
-		q -c "ALTER SYSTEM RESET webhook_inbox.debug_save_per_answer" -c "SELECT pg_reload_conf()" >/dev/null
-		echo "  fetch, answers saved one by one: worker $per ev/s; outcomes $(outcomes "$src")" >&2
-		empty_mirror "$src"
-		curl -sf -X POST "$SIM/_sim/counters/reset" >/dev/null
-	fi
-	if [ "$strategy" = fetch ]; then
-		load "$strategy" "$src" "$n"
-		w=$(drain_worker "$src")
-		ref=$pgq
-	else
-		ws=() ps=()
-		for _ in $(seq "$DRAIN_PAIRS"); do
-			ps+=("$(pgq_drain)")
+	ws=() ps=()
+	for _ in $(seq "$DRAIN_PAIRS"); do
+		if [ "$strategy" = fetch ]; then
+			# The same-run reference of the set-based save: the same drain with
+			# every answer saved by a _save_fetched() call of its own (a
+			# diagnostic setting), each drain on an empty mirror of its objects.
+			empty_mirror "$src"
+			q -c "ALTER SYSTEM SET webhook_inbox.debug_save_per_answer = on" -c "SELECT pg_reload_conf()" >/dev/null
 			load "$strategy" "$src" "$n"
-			ws+=("$(drain_worker "$src")")
-			echo "  $strategy: worker ${ws[-1]} ev/s" >&2
-		done
-		w=$(median "${ws[@]}")
+			ps+=("$(drain_worker "$src")")
+			q -c "ALTER SYSTEM RESET webhook_inbox.debug_save_per_answer" -c "SELECT pg_reload_conf()" >/dev/null
+			echo "  fetch, answers saved one by one: worker ${ps[-1]} ev/s; outcomes $(outcomes "$src")" >&2
+			empty_mirror "$src"
+			curl -sf -X POST "$SIM/_sim/counters/reset" >/dev/null
+		else
+			ps+=("$(pgq_drain)")
+		fi
+		load "$strategy" "$src" "$n"
+		ws+=("$(drain_worker "$src")")
+		echo "  $strategy: worker ${ws[-1]} ev/s" >&2
+	done
+	w=$(median "${ws[@]}")
+	if [ "$strategy" = fetch ]; then
+		per=$(median "${ps[@]}")
+		ref=$pgq
+		echo "  $strategy: medians of $DRAIN_PAIRS: worker $w ev/s, answers saved one by one $per ev/s" >&2
+	else
 		ref=$(median "${ps[@]}")
 		echo "  $strategy: medians of $DRAIN_PAIRS: worker $w ev/s, PgQ $ref ev/s" >&2
 	fi
