@@ -12,10 +12,11 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 DRAIN_EVENTS="${DRAIN_EVENTS:-20000}"
-# the occurrence, machine and version drains: each this many times, each
-# right after a PgQ drain of its own; the figures are the medians (one drain
-# of 20,000 events lasts a quarter to half a second, and one such pair was
-# seen to move by 10 % between runs)
+# every drain this many times, each right after a drain of its reference (a
+# PgQ drain of its own; for fetch, the same drain saved answer by answer);
+# the figures are the medians (one drain of 20,000 events lasts a quarter to
+# half a second, and a single PgQ drain was seen to move by 10 % between
+# runs of the same build)
 DRAIN_PAIRS="${DRAIN_PAIRS:-3}"
 FETCH_EVENTS="${FETCH_EVENTS:-8000}"
 # a warm-up drain of this many events before each measured one (PgQ's and the
