@@ -31,11 +31,13 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
+#include "lib/stringinfo.h"
 #include "port/pg_bitutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -45,7 +47,7 @@
 #include "webhook_inbox.h"
 
 PG_FUNCTION_INFO_V1(wi_claim);
-PG_FUNCTION_INFO_V1(wi_local_candidates);
+PG_FUNCTION_INFO_V1(wi_local_take);
 
 #define CLAIM_COLUMNS 9
 
@@ -58,7 +60,7 @@ PG_FUNCTION_INFO_V1(wi_local_candidates);
  * below it that become claimable later (a slow intake committing, a retry
  * coming due, an expired claim) are found by the next full scan, at most a
  * second later.  Only the background worker's calls (_claim_worker(), and
- * _local_candidates() with scan_floor) use this; a claim() from SQL always
+ * _local_take() with scan_floor) use this; a claim() from SQL always
  * scans in full, so its callers see every claimable row at once.
  */
 #define SCAN_FLOOR_TTL_MS	1000
@@ -70,7 +72,7 @@ typedef struct ScanFloor
 } ScanFloor;
 
 static ScanFloor claim_floor;	/* claim()'s scan */
-static ScanFloor local_floor;	/* _local_candidates()'s scan */
+static ScanFloor local_floor;	/* _local_take()'s scan */
 
 /* This release's statements (prepare_claim_plans()). */
 static SPIPlanPtr candidates_plan = NULL;
@@ -89,6 +91,11 @@ typedef struct Candidate
 	char	   *tenant;
 	char	   *object_type;
 	char	   *object_id;
+	/* with scan_candidates()' events (_local_take()'s): the object's rows the scan read */
+	int64	   *ids;
+	int			nids;
+	int			capids;
+	bool		occurrences;	/* all of them occurrence events */
 } Candidate;
 
 /* claim()'s arguments, read and checked by read_claim() */
@@ -147,10 +154,12 @@ prepare_claim_plans(void)
 		/*
 		 * _work_local()'s candidates: due pending events that need no
 		 * provider request, oldest first, through the same claim index
-		 * ($3 is unused: the same scan loop runs both).
+		 * ($3 is unused: the same scan loop runs both), each with its
+		 * strategy: the scan hands each object's events on with it.
 		 */
 		local_plan = wi_keep_plan(
-			"SELECT i.source_id, NULL::text, i.object_type, i.object_id, i.id, i.tenant "
+			"SELECT i.source_id, NULL::text, i.object_type, i.object_id, i.id, i.tenant, "
+			"i.strategy = 'occurrence' "
 			"FROM webhook_inbox.inbox i "
 			"WHERE i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending' "
 			"AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore') "
@@ -229,12 +238,15 @@ prepare_shared_plans(void)
  * due event, by plan (a statement of WiClaimPlans.candidates' form), from
  * inbox id after on, read scan->page rows at a time (an object may have
  * many) until there are enough, the due events run out or scan->limit rows
- * were read.  *first_id is the first row's inbox id, 0 if none.  Inside
- * SPI; the candidates are allocated in the caller's SPI context.
+ * were read.  *first_id is the first row's inbox id, 0 if none.  With
+ * events (a plan whose column 7 says an occurrence event, _local_take()'s),
+ * each candidate also gets the ids of its rows the scan read, and whether
+ * all of them are occurrence events.  Inside SPI; the candidates are
+ * allocated in the caller's SPI context.
  */
 static int
 scan_candidates(SPIPlanPtr plan, int64 after, const WiClaimScan *scan, Interval *fetch_delay,
-				Candidate **out, int64 *first_id)
+				bool events, Candidate **out, int64 *first_id)
 {
 	int			want = scan->want;
 	int			page = scan->page;
@@ -267,8 +279,8 @@ scan_candidates(SPIPlanPtr plan, int64 after, const WiClaimScan *scan, Interval 
 			HeapTuple	tup = SPI_tuptable->vals[r];
 			TupleDesc	desc = SPI_tuptable->tupdesc;
 			bool		isnull;
-			Candidate	c;
-			bool		seen = false;
+			Candidate	c = {0};
+			int			seen = -1;	/* the candidate's index, when seen before */
 
 			uint64		h;
 			uint32		slot;
@@ -287,20 +299,36 @@ scan_candidates(SPIPlanPtr plan, int64 after, const WiClaimScan *scan, Interval 
 														hash_bytes_extended((const unsigned char *) c.tenant,
 																			strlen(c.tenant),
 																			(uint64) c.source_id)));
-			for (slot = (uint32) h & mask; slots[slot].cand > 0 && !seen; slot = (slot + 1) & mask)
+			for (slot = (uint32) h & mask; slots[slot].cand > 0 && seen < 0; slot = (slot + 1) & mask)
 			{
 				Candidate  *o = &cands[slots[slot].cand - 1];
 
-				seen = slots[slot].hash == h && o->source_id == c.source_id &&
+				if (slots[slot].hash == h && o->source_id == c.source_id &&
 					strcmp(o->tenant, c.tenant) == 0 &&
-					strcmp(o->object_type, c.object_type) == 0 && strcmp(o->object_id, c.object_id) == 0;
+					strcmp(o->object_type, c.object_type) == 0 && strcmp(o->object_id, c.object_id) == 0)
+					seen = slots[slot].cand - 1;
 			}
-			if (!seen)
+			if (seen < 0)
 			{
 				c.source = SPI_getvalue(tup, desc, 2);
 				cands[ncands++] = c;
 				slots[slot].hash = h;
 				slots[slot].cand = ncands;
+				seen = ncands - 1;
+			}
+			if (events)
+			{
+				Candidate  *o = &cands[seen];
+				bool		occ = DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull)) && !isnull;
+
+				if (o->nids == o->capids)
+				{
+					o->capids = o->capids ? o->capids * 2 : 4;
+					o->ids = o->ids ? repalloc(o->ids, sizeof(int64) * o->capids)
+						: palloc(sizeof(int64) * o->capids);
+				}
+				o->occurrences = (o->nids == 0 || o->occurrences) && occ;
+				o->ids[o->nids++] = after;
 			}
 		}
 		SPI_freetuptable(SPI_tuptable);
@@ -320,7 +348,7 @@ scan_candidates(SPIPlanPtr plan, int64 after, const WiClaimScan *scan, Interval 
  */
 static int
 scan_from_floor(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objects, int want,
-				Interval *fetch_delay, Candidate **out)
+				Interval *fetch_delay, bool events, Candidate **out)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	bool		full = !use_floor ||
@@ -329,7 +357,7 @@ scan_from_floor(SPIPlanPtr plan, ScanFloor *floor, bool use_floor, int max_objec
 	int64		first_id;
 	int			ncands;
 
-	ncands = scan_candidates(plan, full ? 0 : floor->id, &scan, fetch_delay, out, &first_id);
+	ncands = scan_candidates(plan, full ? 0 : floor->id, &scan, fetch_delay, events, out, &first_id);
 	if (full)
 	{
 		floor->id = first_id > 0 ? first_id - 1 : 0;
@@ -643,7 +671,7 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 		int64		first_id;
 
 		plans = *wi_compat_0_1_0_claim_plans(a.max_objects, &scan);
-		ncands = scan_candidates(plans.candidates, 0, &scan, a.fetch_delay, &cands, &first_id);
+		ncands = scan_candidates(plans.candidates, 0, &scan, a.fetch_delay, false, &cands, &first_id);
 	}
 	else
 	{
@@ -658,7 +686,7 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 		 * max_objects of the free ones).
 		 */
 		ncands = scan_from_floor(plans.candidates, &claim_floor, mode != CLAIM_SQL, a.max_objects,
-								 a.max_objects + a.max_objects / 4 + 1, a.fetch_delay, &cands);
+								 a.max_objects + a.max_objects / 4 + 1, a.fetch_delay, false, &cands);
 	}
 	take_claims(&plans, &a, cands, ncands, rsinfo);
 
@@ -667,16 +695,25 @@ claim_objects(FunctionCallInfo fcinfo, ClaimMode mode)
 }
 
 /*
- * _local_candidates(max_objects int, scan_floor bool)
- *	 returns table (source_id, tenant, object_type, object_id)
+ * _local_take(max_objects int, scan_floor bool)
+ *	 returns table (ord int, first bool, source_id int, tenant text,
+ *					object_type text, object_id text, id bigint, occurrences bool)
  *
- * The objects _work_local() may take, in order of their oldest due pending
- * event of a local strategy: up to twice max_objects, since some will be
- * held by claims.  With scan_floor (the background worker's) the scan starts
- * at its floor, as _claim_worker()'s does.
+ * _work_local()'s objects: of the candidates (in order of their oldest due
+ * pending event of a local strategy, up to twice max_objects, since some
+ * will be held by claims), up to max_objects whose advisory lock this
+ * transaction gets (the one claim() takes, never waited for), numbered
+ * (ord, from 1).  An object whose events the scan read are all occurrence
+ * events (occurrences) comes with one row per such event, first on the
+ * first; any other with one row, its oldest event's, as its caller looks
+ * up all of its events under the lock.  The scan read them as pending and
+ * due; the caller reads each again under the lock (_round_events(), status
+ * pending), so one taken meanwhile is left out.  With scan_floor (the
+ * background worker's) the scan starts at its floor, as _claim_worker()'s
+ * does.
  */
 Datum
-wi_local_candidates(PG_FUNCTION_ARGS)
+wi_local_take(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int32		max_objects = PG_ARGISNULL(0) ? 0 : PG_GETARG_INT32(0);
@@ -684,6 +721,8 @@ wi_local_candidates(PG_FUNCTION_ARGS)
 	Interval   *unused = palloc0(sizeof(Interval));
 	Candidate  *cands;
 	int			ncands;
+	int			taken = 0;
+	StringInfoData key;
 
 	if (max_objects < 1 || max_objects > 10000)
 		ereport(ERROR,
@@ -694,17 +733,42 @@ wi_local_candidates(PG_FUNCTION_ARGS)
 		elog(ERROR, "webhook_inbox: SPI_connect failed");
 	prepare_claim_plans();
 	ncands = scan_from_floor(local_plan, &local_floor, scan_floor, max_objects, max_objects * 2, unused,
-							 &cands);
-	for (int k = 0; k < ncands; k++)
+							 true, &cands);
+	initStringInfo(&key);
+	for (int k = 0; k < ncands && taken < max_objects; k++)
 	{
-		Datum		values[4];
-		bool		nulls[4] = {0};
+		Candidate  *c = &cands[k];
+		Datum		hash;
+		Datum		values[8];
+		bool		nulls[8] = {0};
 
-		values[0] = Int32GetDatum(cands[k].source_id);
-		values[1] = CStringGetTextDatum(cands[k].tenant);
-		values[2] = CStringGetTextDatum(cands[k].object_type);
-		values[3] = CStringGetTextDatum(cands[k].object_id);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		/*
+		 * The object's lock: the key claim()'s lease statement and
+		 * _sweep_lease() compute in SQL, hashed the same way
+		 * (hashtextextended() under the database's collation).
+		 */
+		resetStringInfo(&key);
+		appendStringInfo(&key, "webhook_inbox/%d/%s/%s/%s", c->source_id, c->tenant, c->object_type,
+						 c->object_id);
+		hash = DirectFunctionCall2Coll(hashtextextended, DEFAULT_COLLATION_OID,
+									   PointerGetDatum(cstring_to_text_with_len(key.data, key.len)),
+									   Int64GetDatum(0));
+		if (!DatumGetBool(DirectFunctionCall1(pg_try_advisory_xact_lock_int8, hash)))
+			continue;
+		taken++;
+		values[0] = Int32GetDatum(taken);
+		values[2] = Int32GetDatum(c->source_id);
+		values[3] = CStringGetTextDatum(c->tenant);
+		values[4] = CStringGetTextDatum(c->object_type);
+		values[5] = CStringGetTextDatum(c->object_id);
+		values[7] = BoolGetDatum(c->occurrences);
+		/* another object's events are found again under the lock: its first row names it */
+		for (int e = 0; e < (c->occurrences ? c->nids : 1); e++)
+		{
+			values[1] = BoolGetDatum(e == 0);
+			values[6] = Int64GetDatum(c->ids[e]);
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
 	}
 	SPI_finish();
 	return (Datum) 0;

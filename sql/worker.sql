@@ -713,28 +713,29 @@ $$;
 COMMENT ON FUNCTION @extschema@._work_round(bigint[]) IS
 	'The local work of all the claims of a round (_work_events() over every event still processing under a live claim), after the one fence check of each claim''s object; ends the claims left with nothing processing. Returns (claim token, outcome, events) rows; a claim taken over is one fenced row.';
 
-CREATE FUNCTION @extschema@._local_candidates(max_objects integer, scan_floor boolean DEFAULT false)
-RETURNS TABLE (source_id integer, tenant text, object_type text, object_id text)
-AS 'MODULE_PATHNAME', 'wi_local_candidates'
+CREATE FUNCTION @extschema@._local_take(max_objects integer, scan_floor boolean DEFAULT false)
+RETURNS TABLE (ord integer, first boolean, source_id integer, tenant text, object_type text, object_id text,
+			   id bigint, occurrences boolean)
+AS 'MODULE_PATHNAME', 'wi_local_take'
 LANGUAGE C VOLATILE STRICT;
-COMMENT ON FUNCTION @extschema@._local_candidates(integer, boolean) IS
-	'The objects _work_local() may take: up to twice max_objects, in order of their oldest due pending event that needs no provider request. scan_floor (the background worker''s): the scan starts where its last full scan, within a second, found the first candidate.';
+COMMENT ON FUNCTION @extschema@._local_take(integer, boolean) IS
+	'The objects _work_local() takes: of the objects with a due pending event that needs no provider request (in order of the oldest, up to twice max_objects), up to max_objects whose advisory lock (claim()''s) this transaction gets, numbered by ord from 1: an object whose events the scan read are all occurrence events (occurrences) with one row per such event, first on the first, any other with one row, its oldest event''s. scan_floor (the background worker''s): the scan starts where its last full scan, within a second, found the first candidate.';
 
 CREATE FUNCTION @extschema@._work_local(p_max integer, p_scan_floor boolean DEFAULT false)
 RETURNS TABLE (token bigint, outcome text, events integer)
 LANGUAGE plpgsql AS $$
 DECLARE
-	/* the objects locked, then those taken with their tokens */
+	/* the objects locked, their tokens, and those of them fenced */
 	l_sid integer[];
 	l_ten text[];
 	l_type text[];
 	l_oid text[];
-	t_sid integer[];
-	t_ten text[];
-	t_type text[];
-	t_oid text[];
-	t_tok bigint[];
+	l_occ boolean[];			/* the events the scan read of it are all occurrences */
 	l_tok bigint[];
+	fenced bigint[];
+	/* their events as the scan read them, each with its object's number */
+	e_id bigint[];
+	e_ord integer[];
 	ids bigint[];
 	toks bigint[];
 	occ boolean;				/* every event taken is an occurrence event */
@@ -751,15 +752,17 @@ BEGIN
 	 * Objects whose pending events need no provider request are worked in
 	 * the transaction that takes them, with no lease and no processing
 	 * state in between: the object's advisory lock (the one claim() takes,
-	 * never waited for) holds it until the commit.  First the locks ...
+	 * never waited for) holds it until the commit.  First the objects
+	 * locked, with the events the scan read of each (_local_take()) ...
 	 */
-	SELECT coalesce(array_agg(c.source_id), '{}'), coalesce(array_agg(c.tenant), '{}'),
-		   coalesce(array_agg(c.object_type), '{}'), coalesce(array_agg(c.object_id), '{}')
-	  INTO l_sid, l_ten, l_type, l_oid
-	  FROM (SELECT c.* FROM webhook_inbox._local_candidates(p_max, p_scan_floor) c
-			 WHERE pg_try_advisory_xact_lock(hashtextextended(
-					'webhook_inbox/' || c.source_id || '/' || c.tenant || '/' || c.object_type || '/' || c.object_id, 0))
-			 LIMIT p_max) c;
+	SELECT coalesce(array_agg(c.source_id) FILTER (WHERE c.first), '{}'),
+		   coalesce(array_agg(c.tenant) FILTER (WHERE c.first), '{}'),
+		   coalesce(array_agg(c.object_type) FILTER (WHERE c.first), '{}'),
+		   coalesce(array_agg(c.object_id) FILTER (WHERE c.first), '{}'),
+		   coalesce(array_agg(c.occurrences) FILTER (WHERE c.first), '{}'),
+		   coalesce(array_agg(c.id), '{}'), coalesce(array_agg(c.ord), '{}')
+	  INTO l_sid, l_ten, l_type, l_oid, l_occ, e_id, e_ord
+	  FROM webhook_inbox._local_take(p_max, p_scan_floor) c;
 	/*
 	 * ... then a fresh fencing token for each object (drawn once per
 	 * object, here: a join could evaluate nextval() again) ...
@@ -768,30 +771,46 @@ BEGIN
 	/*
 	 * ... and, in a statement whose snapshot follows the locks (a claim
 	 * that held one has committed its lease by now), of them those the
-	 * fence check lets through: those no claim or sweep holds.  One
-	 * statement for all of them, planned for each round on the tables as
-	 * they are (EXECUTE): a plan kept from a round that saw the mirror
-	 * empty would read all of it for every object of the rounds after.
+	 * fence check stops: those a claim or sweep holds.  One statement for
+	 * all of them, planned for each round on the tables as they are
+	 * (EXECUTE): a plan kept from a round that saw the mirror empty would
+	 * read all of it for every object of the rounds after.
 	 */
-	EXECUTE 'SELECT coalesce(array_agg(f.source_id), ''{}''), coalesce(array_agg(f.tenant), ''{}''),
-					coalesce(array_agg(f.object_type), ''{}''), coalesce(array_agg(f.object_id), ''{}''),
-					coalesce(array_agg(f.token), ''{}'')
-			   FROM webhook_inbox._fences($1, $2, $3, $4, $5) f
-			  WHERE NOT f.fenced'
-	   INTO t_sid, t_ten, t_type, t_oid, t_tok
+	EXECUTE 'SELECT coalesce(array_agg(f.token) FILTER (WHERE f.fenced), ''{}'')
+			   FROM webhook_inbox._fences($1, $2, $3, $4, $5) f'
+	   INTO fenced
 	  USING l_sid, l_ten, l_type, l_oid, l_tok;
-	/* ... and their pending events */
-	SELECT coalesce(array_agg(e.id ORDER BY e.id), '{}'), coalesce(array_agg(o.tok ORDER BY e.id), '{}'),
-		   coalesce(bool_and(e.strategy = 'occurrence'), false)
+	/*
+	 * ... and the pending events of the others.  An object whose events
+	 * the scan read are all occurrence events is worked with those: each
+	 * records its occurrence once, so its events past the scan, or stored
+	 * meanwhile, lose nothing by being the next round's.  Any other object
+	 * is worked with every pending event it has now, which a probe of
+	 * inbox_object_idx finds: its versions and transitions are applied
+	 * together (a backlog holds an object's events far apart, and the scan
+	 * reads only the oldest).  Each statement of _work_events() reads the
+	 * events again as they are now (pending), so one another worker took
+	 * between the scan and the lock is left out.
+	 */
+	SELECT coalesce(array_agg(x.id ORDER BY x.id), '{}'), coalesce(array_agg(x.tok ORDER BY x.id), '{}'),
+		   coalesce(bool_and(x.occ), false)
 	  INTO ids, toks, occ
-	  FROM unnest(t_sid, t_ten, t_type, t_oid, t_tok) AS o(source_id, tenant, object_type, object_id, tok)
-	 CROSS JOIN LATERAL (
-			SELECT i.id, i.strategy FROM webhook_inbox.inbox i
-			 WHERE i.source_id = o.source_id AND i.tenant = o.tenant AND i.object_type = o.object_type AND i.object_id = o.object_id
-			   AND i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending'
-			   AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore')
-			   AND i.next_attempt_at <= now()
-			OFFSET 0) e;		/* a probe of inbox_object_idx per object, never a scan */
+	  FROM (SELECT e.id, l_tok[e.ord] AS tok, true AS occ
+			  FROM unnest(e_id, e_ord) AS e(id, ord)
+			 WHERE l_occ[e.ord] AND l_tok[e.ord] <> ALL (fenced)
+			UNION ALL
+			SELECT i.id, o.tok, i.strategy = 'occurrence'
+			  FROM unnest(l_sid, l_ten, l_type, l_oid, l_tok, l_occ)
+				   AS o(source_id, tenant, object_type, object_id, tok, occ)
+			 CROSS JOIN LATERAL (
+					SELECT i.id, i.strategy FROM webhook_inbox.inbox i
+					 WHERE i.source_id = o.source_id AND i.tenant = o.tenant AND i.object_type = o.object_type
+					   AND i.object_id = o.object_id
+					   AND i.status IN ('pending', 'retry', 'processing') AND i.status = 'pending'
+					   AND i.strategy IN ('occurrence', 'version', 'machine', 'unordered', 'ignore')
+					   AND i.next_attempt_at <= now()
+					OFFSET 0) i		/* a probe of inbox_object_idx per object, never a scan */
+			 WHERE NOT o.occ AND o.tok <> ALL (fenced)) x;
 	SELECT coalesce(array_agg(w.token), '{}'), coalesce(array_agg(w.outcome), '{}'),
 		   coalesce(array_agg(w.events), '{}')
 	  INTO r_tok, r_out, r_n
@@ -819,7 +838,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION @extschema@._work_local(integer, boolean) IS
-	'The background worker''s fast path: for up to p_max objects (of _local_candidates()) that no claim holds and whose advisory lock it gets, the pending events that need no provider request are taken and worked by _work_events() in this transaction, straight from pending to their outcome. Objects it cannot take are left to claim(). p_scan_floor (the background worker''s): its candidate scan starts at its floor (_local_candidates()).';
+	'The background worker''s fast path: for up to p_max objects (of _local_take()) that no claim holds and whose advisory lock it gets, the due pending events that need no provider request (of an object whose events the scan read are all occurrence events, those it read; of any other, every one it has) are taken and worked by _work_events() in this transaction, straight from pending to their outcome. Objects it cannot take are left to claim(). p_scan_floor (the background worker''s): its candidate scan starts at its floor (_local_take()).';
 
 CREATE FUNCTION @extschema@._work_claim(p_token bigint)
 RETURNS TABLE (outcome text, events integer)

@@ -6,7 +6,8 @@
 \set VERBOSITY default
 \set SHOW_CONTEXT never
 SET client_min_messages = warning;
--- in one transaction, rolled back at the end; other tests' events are set aside
+-- in one transaction, rolled back at the end; other tests' events are set aside; two parts,
+-- each from the savepoint after the sources
 BEGIN;
 SELECT webhook_inbox.create_source('wl_pay', 'stripe', 'whsec_wl') IS NOT NULL AS created;
 SELECT webhook_inbox.create_source('wl_shop', 'shopify', 'shpss_wl', api_base => 'http://127.0.0.1:9') IS NOT NULL AS created;
@@ -28,6 +29,10 @@ CREATE FUNCTION wl_order(id text, n int, updated text, status text) RETURNS text
 		convert_to(format('{"id":%s,"updated_at":"%s","financial_status":"%s"}', n, updated, status), 'UTF8'))
 $$;
 
+UPDATE webhook_inbox.inbox SET next_attempt_at = now() + interval '1 day'
+ WHERE status = 'pending' AND source_id NOT IN (SELECT id FROM webhook_inbox.sources WHERE name LIKE 'wl_%');
+SAVEPOINT wl_setup;
+
 SELECT wl_stripe('evt_r1', 'refund.created', 're_1', 'succeeded'),
 	   wl_stripe('evt_p2', 'payment_intent.captured', 'pi_1', 'captured'),
 	   wl_stripe('evt_p1', 'payment_intent.pending', 'pi_1', 'pending'),
@@ -37,15 +42,14 @@ SELECT wl_stripe('evt_r1', 'refund.created', 're_1', 'succeeded'),
 	   wl_order('wh-3', 102, '2026-01-01T00:00:01+00:00', 'pending'),
 	   wl_order('wh-4', 102, '2026-01-01T00:00:01+00:00', 'authorized');
 
-UPDATE webhook_inbox.inbox SET next_attempt_at = now() + interval '1 day'
- WHERE status = 'pending' AND source_id NOT IN (SELECT id FROM webhook_inbox.sources WHERE name LIKE 'wl_%');
 
 -- a claim holds pi_2: the fast path leaves it to its holder
 SELECT webhook_inbox._sweep_lease(s.id, 'payment', 'pi_2', 'someone', '1 minute') IS NOT NULL AS leased
   FROM webhook_inbox.sources s WHERE s.name = 'wl_pay';
 
--- the candidates: one row per object with due pending local events, oldest first
-SELECT c.object_type, c.object_id FROM webhook_inbox._local_candidates(10) c;
+-- the objects taken, in order of their oldest due pending local event: an occurrence object with
+-- a row per event the scan read, any other with one (its events are looked up under the lock)
+SELECT c.ord, c.first, c.object_type, c.object_id, c.occurrences FROM webhook_inbox._local_take(10) c;
 SELECT outcome, sum(events) AS events FROM webhook_inbox._work_local(10) GROUP BY 1 ORDER BY 1;
 
 -- straight from pending: done or ignored with the token of their object's round, no lease left behind;
@@ -63,11 +67,32 @@ SELECT object_id, coalesce(from_status, '-') || '>' || to_status AS walk
 SELECT count(*) AS taken FROM webhook_inbox._work_local(10);
 SELECT object_id, strategy, cardinality(event_ids) AS events
   FROM webhook_inbox.claim('wl-test', 10, '1 minute', '0') WHERE source LIKE 'wl_%' ORDER BY object_id;
+ROLLBACK TO SAVEPOINT wl_setup;
+
+-- a backlog, one object a round (the scan reads two rows): a machine object's events far apart
+-- are worked together (a probe finds them all); an occurrence object is worked with the events
+-- the scan read, and its later duplicate in a round of its own
+SELECT wl_stripe('evt_m1', 'payment_intent.pending', 'pi_9', 'pending'),
+	   wl_stripe('evt_o1', 'refund.created', 're_8', 'succeeded'),
+	   wl_stripe('evt_o2', 'refund.created', 're_9', 'succeeded'),
+	   wl_stripe('evt_o3', 'refund.created', 're_8', 'succeeded'),
+	   wl_stripe('evt_m2', 'payment_intent.captured', 'pi_9', 'captured');
+SELECT c.ord, c.object_id, i.event_id, c.occurrences
+  FROM webhook_inbox._local_take(1) c JOIN webhook_inbox.inbox i ON i.id = c.id ORDER BY c.id;
+CREATE TEMP VIEW wl_round AS
+SELECT string_agg(w.outcome || ' ' || w.events, ', ' ORDER BY w.outcome) AS outcomes FROM webhook_inbox._work_local(1) w;
+SELECT * FROM wl_round;
+SELECT * FROM wl_round;
+SELECT * FROM wl_round;
+SELECT * FROM wl_round;
+SELECT * FROM wl_round;
+SELECT i.event_id, i.status, i.reason FROM webhook_inbox.inbox i
+ WHERE i.source_id = (SELECT id FROM webhook_inbox.sources WHERE name = 'wl_pay') ORDER BY i.id;
 ROLLBACK;
 
 -- bad arguments
 SELECT * FROM webhook_inbox._work_local(0);
-SELECT * FROM webhook_inbox._local_candidates(10001);
+SELECT * FROM webhook_inbox._local_take(10001);
 
 -- the mirror refers to its source without a foreign key: the source cannot
 -- go while mirrored objects (or transitions, occurrences, leases) refer to it
