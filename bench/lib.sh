@@ -65,6 +65,11 @@ CONF
 	q -f "$BENCH_DIR/sql/bench_schema.sql" >/dev/null
 }
 
+# cluster_resume: starts the cluster cluster_start made, as it was left
+cluster_resume() {
+	as_user pg_ctl -D "$PGDATA_B" -l "$BENCH_WORK/postgres.log" -w start >/dev/null
+}
+
 cluster_stop() {
 	if [ -f "$PGDATA_B/postmaster.pid" ]; then
 		as_user pg_ctl -D "$PGDATA_B" -m fast -w stop >/dev/null 2>&1 || true
@@ -74,6 +79,32 @@ cluster_stop() {
 # worker_enable on|off: flip the background worker (a SIGHUP setting).
 worker_enable() {
 	q -c "ALTER SYSTEM SET webhook_inbox.enabled = $1" -c "SELECT pg_reload_conf()" >/dev/null
+}
+
+# load STRATEGY SOURCE COUNT: pending events for one drain, in one
+# transaction, through intake() (so they are exactly what the receiver
+# would store).  Fetch events each name their own simulator subscription,
+# the first COUNT of them (the SQL-alone drain makes no request, so it may
+# reuse them); the burst uses the ones after.
+load() {
+	local n="$3"
+	case "$1" in
+	occurrence)
+		q -c "SELECT count(bench.stripe('$2', bench.occurrence_body(nextval('bench.ids'))))
+		      FROM generate_series(1, $n)" >/dev/null ;;
+	machine)
+		q -c "SELECT count(bench.stripe('$2', bench.machine_body(p, k)))
+		      FROM (SELECT nextval('bench.ids') AS p FROM generate_series(1, $n / 4)) g,
+		           generate_series(0, 3) k" >/dev/null ;;
+	version)
+		q -c "SELECT count(bench.version_intake(o, k))
+		      FROM (SELECT nextval('bench.ids') AS o FROM generate_series(1, $n / 2)) g,
+		           generate_series(1, 2) k" >/dev/null ;;
+	fetch)
+		q -c "SELECT count(bench.stripe('$2', bench.fetch_body(nextval('bench.ids'), s.id)))
+		      FROM bench.subs s WHERE s.i <= $n" >/dev/null ;;
+	esac
+	q -c "ANALYZE webhook_inbox.inbox" >/dev/null
 }
 
 # Results: one CSV per run, and the table printed at the end.

@@ -3,8 +3,8 @@
 # (also written as CSV under bench/results/).  Called by scripts/bench.sh
 # (make bench) after the build; can be run on its own once installed.
 #
-#   bench/run.sh [receiver] [worker] [tenants] [history]   (default: the first
-#   three; worker runs history.sh at its end)
+#   bench/run.sh [receiver] [worker] [tenants] [history] [retention] [instructions]
+#   (default: the first three; worker runs history.sh at its end)
 #   BENCH_PLOTS=DIR  where the SVG charts go (default: next to the CSV)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"

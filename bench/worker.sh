@@ -54,32 +54,6 @@ fi
 echo "  simulator at $SIM with $nsubs live subscriptions" >&2
 
 # ---- loading and draining ----
-# load STRATEGY SOURCE COUNT: pending events for one drain, in one
-# transaction, through intake() (so they are exactly what the receiver
-# would store).  Fetch events each name their own simulator subscription,
-# the first COUNT of them (the SQL-alone drain makes no request, so it may
-# reuse them); the burst uses the ones after.
-load() {
-	local n="$3"
-	case "$1" in
-	occurrence)
-		q -c "SELECT count(bench.stripe('$2', bench.occurrence_body(nextval('bench.ids'))))
-		      FROM generate_series(1, $n)" >/dev/null ;;
-	machine)
-		q -c "SELECT count(bench.stripe('$2', bench.machine_body(p, k)))
-		      FROM (SELECT nextval('bench.ids') AS p FROM generate_series(1, $n / 4)) g,
-		           generate_series(0, 3) k" >/dev/null ;;
-	version)
-		q -c "SELECT count(bench.version_intake(o, k))
-		      FROM (SELECT nextval('bench.ids') AS o FROM generate_series(1, $n / 2)) g,
-		           generate_series(1, 2) k" >/dev/null ;;
-	fetch)
-		q -c "SELECT count(bench.stripe('$2', bench.fetch_body(nextval('bench.ids'), s.id)))
-		      FROM bench.subs s WHERE s.i <= $n" >/dev/null ;;
-	esac
-	q -c "ANALYZE webhook_inbox.inbox" >/dev/null
-}
-
 # open_events [SOURCE]: the events still open, of SOURCE or of every source
 open_events() {
 	q -c "SELECT count(*) FROM webhook_inbox.inbox i JOIN webhook_inbox.sources s ON s.id = i.source_id
@@ -137,45 +111,7 @@ outcomes() {
 # events, as a ticker would make them); the consumer takes each batch and
 # records its refunds insert-once in one statement.  That is what
 # set-based consumption inside PostgreSQL costs on this machine, now.
-q -c "CREATE EXTENSION IF NOT EXISTS pgq" >/dev/null
-q <<'SQL' >/dev/null
-CREATE TABLE bench.pgq_occurrences (occurrence_id text PRIMARY KEY, amount bigint, currency text,
-	payload jsonb, first_event_id bigint);
-CREATE PROCEDURE bench.pgq_load(n integer, qn text) LANGUAGE plpgsql AS $$
-DECLARE
-	k integer := 0;
-BEGIN
-	WHILE k < n LOOP
-		PERFORM pgq.insert_event(qn, 'refund.created', bench.occurrence_body(nextval('bench.ids')))
-		   FROM generate_series(1, least(1000, n - k));
-		k := k + 1000;
-		COMMIT;
-		PERFORM pgq.ticker(qn);
-		COMMIT;
-	END LOOP;
-	PERFORM pgq.force_tick(qn);
-	COMMIT;
-	PERFORM pgq.ticker(qn);
-END
-$$;
-CREATE PROCEDURE bench.pgq_drain(qn text) LANGUAGE plpgsql AS $$
-DECLARE
-	b bigint;
-BEGIN
-	LOOP
-		b := pgq.next_batch(qn, 'bench_c');
-		EXIT WHEN b IS NULL;
-		INSERT INTO bench.pgq_occurrences (occurrence_id, amount, currency, payload, first_event_id)
-		SELECT d #>> '{data,object,id}', (d #>> '{data,object,amount}')::bigint,
-			   d #>> '{data,object,currency}', d #> '{data,object}', x.ev_id
-		  FROM (SELECT e.ev_id, e.ev_data::jsonb AS d FROM pgq.get_batch_events(b) e) x
-		ON CONFLICT DO NOTHING;
-		PERFORM pgq.finish_batch(b);
-		COMMIT;
-	END LOOP;
-END
-$$;
-SQL
+q -f "$BENCH_DIR/sql/pgq.sql" >/dev/null
 # pgq_drain → "events/s" of one PgQ drain: a queue of its own (a tick per
 # 1000 events, as a ticker would make them), a warm-up drain of
 # WARMUP_EVENTS, then DRAIN_EVENTS loaded and drained into an emptied table;
